@@ -1,0 +1,148 @@
+# mmfold: make builds build/libmmfold.so; make check runs the tests;
+# make demo runs a real workload with and without mmfold.
+# Run as root on Debian, missing packages are installed with apt-get;
+# otherwise the exact command to run is printed.
+
+VERSION  := 0.1.0
+PREFIX   ?= /usr/local
+LIBDIR   ?= $(PREFIX)/lib
+INCDIR   ?= $(PREFIX)/include
+BUILD    ?= build
+CC       ?= gcc
+PKG_CONFIG ?= pkg-config
+
+WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
+CFLAGS   ?= -O2 -g
+BASEFLAGS := -std=gnu11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -fno-strict-aliasing \
+	     -fno-stack-protector -ftls-model=initial-exec $(WARN)
+LIBFLAGS := -shared -Wl,--version-script=preload/libmmfold.map -Wl,-z,now -Wl,-z,relro \
+	    -Wl,--no-undefined -Wl,-soname,libmmfold.so
+LIBS     := -ldl -pthread
+
+ENGINE_SRC  := src/sys.c src/map.c src/fmt.c src/config.c src/stats.c src/engine.c \
+	       src/report.c src/verify.c
+PRELOAD_SRC := preload/next.c preload/init.c preload/mman.c preload/madvise.c \
+	       preload/mlock.c preload/misc.c preload/syscall.c
+HEADERS     := $(wildcard src/*.h preload/*.h include/*.h)
+LIB         := $(BUILD)/libmmfold.so
+
+# Packages the build, the tests and the clients need (Debian names).
+DEPS_BUILD   := gcc make pkg-config libc6-dev
+DEPS_CHECK   := check libsubunit-dev libunwind-dev binutils valgrind
+DEPS_CLIENTS := luajit libgc-dev libjemalloc-dev libjemalloc2 nodejs default-jdk-headless
+
+.PHONY: all lib check check-unit check-preload check-clients check-symbols demo bench \
+	asan tsan valgrind deps-build deps-check deps-clients install uninstall clean
+
+all: lib
+
+lib: $(LIB)
+
+$(LIB): $(ENGINE_SRC) $(PRELOAD_SRC) $(HEADERS) preload/libmmfold.map | deps-build
+	@mkdir -p $(BUILD)
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(LIBFLAGS) -o $@ $(ENGINE_SRC) $(PRELOAD_SRC) $(LIBS)
+
+# ---- dependencies --------------------------------------------------------
+# $(call need,packages): installs (root) or names the command (otherwise).
+define need
+	@missing=""; for p in $(1); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  if ! command -v dpkg-query >/dev/null; then echo "mmfold: not Debian; make sure these are installed:$$missing"; \
+	  elif [ "$$(id -u)" = 0 ]; then \
+	    echo "mmfold: installing$$missing"; \
+	    (apt-get install -y -q $$missing || (apt-get update -q && apt-get install -y -q $$missing)) >&2 || exit 1; \
+	  else echo "mmfold: missing packages; run:  sudo apt-get install -y$$missing"; exit 1; fi; \
+	fi
+endef
+
+deps-build:
+	$(call need,$(DEPS_BUILD))
+deps-check: deps-build
+	$(call need,$(DEPS_CHECK))
+deps-clients: deps-build
+	@if command -v node >/dev/null && command -v java >/dev/null; then \
+	  $(MAKE) --no-print-directory deps-clients-min; \
+	else $(MAKE) --no-print-directory deps-clients-all; fi
+.PHONY: deps-clients-min deps-clients-all
+deps-clients-min:
+	$(call need,luajit libgc-dev libjemalloc-dev libjemalloc2)
+deps-clients-all:
+	$(call need,$(DEPS_CLIENTS))
+
+# ---- tests ---------------------------------------------------------------
+CHECK_CFLAGS = $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
+CHECK_LIBS   = $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
+UNIT_SRC     := $(wildcard tests/unit/check_*.c)
+UNIT_BIN     := $(BUILD)/check_mmfold
+
+$(UNIT_BIN): $(UNIT_SRC) $(ENGINE_SRC) $(HEADERS) tests/unit/suites.h | deps-check
+	@mkdir -p $(BUILD)
+	$(CC) -std=gnu11 -D_GNU_SOURCE -Isrc $(WARN) $(CFLAGS) $(CHECK_CFLAGS) -o $@ \
+	  $(UNIT_SRC) $(ENGINE_SRC) $(CHECK_LIBS) -pthread
+
+# The Check runner runs every suite: unit tests of src/ and the preload
+# tests (programs under LD_PRELOAD), so Check's summary line ends the run.
+check: deps-check $(LIB) $(UNIT_BIN) check-symbols
+	MMFOLD_LIB=$(abspath $(LIB)) MMFOLD_BUILD=$(abspath $(BUILD)) CK_DEFAULT_TIMEOUT=300 \
+	  $(UNIT_BIN)
+
+check-unit: $(UNIT_BIN)
+	CK_RUN_SUITE=map $(UNIT_BIN)
+
+check-preload: $(LIB)
+	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/tests tests/preload/run.sh
+
+# Only interposed and public symbols may be exported.
+check-symbols: $(LIB)
+	@exp=$$(nm -D --defined-only $(LIB) | awk '$$2 ~ /^[TWiV]$$/ {print $$3}' | sed 's/@.*//' | sort); \
+	want=$$(sed -n 's/^ *\([a-z_0-9; ]*\);$$/\1/p' preload/libmmfold.map | tr ';' '\n' | tr -d ' ' | grep . | sort); \
+	if [ "$$exp" != "$$want" ]; then echo "check-symbols: exported symbols differ from preload/libmmfold.map:"; \
+	  diff <(echo "$$want") <(echo "$$exp"); exit 1; fi; \
+	echo "check-symbols: $$(echo "$$exp" | wc -l) exported symbols, as listed in preload/libmmfold.map"
+
+check-clients: deps-clients $(LIB)
+	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/clients tests/clients/run.sh
+
+demo: deps-clients $(LIB)
+	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/demo tools/demo.sh
+
+bench: deps-clients $(LIB)
+	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/bench tools/bench.sh
+
+# Sanitizer and valgrind runs of the unit tests.
+asan: deps-check
+	$(MAKE) --no-print-directory BUILD=$(BUILD)/asan \
+	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+	  $(BUILD)/asan/check_mmfold
+	CK_FORK=no CK_RUN_SUITE=map $(BUILD)/asan/check_mmfold
+	CK_FORK=no CK_RUN_SUITE=config $(BUILD)/asan/check_mmfold
+
+tsan: deps-check
+	$(MAKE) --no-print-directory BUILD=$(BUILD)/tsan CFLAGS="-O1 -g -fsanitize=thread" \
+	  $(BUILD)/tsan/check_mmfold
+	CK_FORK=no CK_RUN_SUITE=map TSAN_OPTIONS=halt_on_error=1 $(BUILD)/tsan/check_mmfold
+
+valgrind: deps-check $(UNIT_BIN)
+	CK_FORK=no CK_RUN_SUITE=config valgrind -q --error-exitcode=1 --leak-check=full $(UNIT_BIN)
+	CK_FORK=no CK_RUN_SUITE=map CK_RUN_CASE=scale valgrind -q --error-exitcode=1 --leak-check=full $(UNIT_BIN)
+
+# ---- install -------------------------------------------------------------
+$(BUILD)/mmfold.pc: mmfold.pc.in Makefile
+	@mkdir -p $(BUILD)
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCDIR@|$(INCDIR)|g' \
+	    -e 's|@VERSION@|$(VERSION)|g' $< > $@
+
+install: $(LIB) $(BUILD)/mmfold.pc
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR)
+	install -m 755 $(LIB) $(DESTDIR)$(LIBDIR)/libmmfold.so
+	install -m 644 include/mmfold.h $(DESTDIR)$(INCDIR)/mmfold.h
+	install -m 644 $(BUILD)/mmfold.pc $(DESTDIR)$(LIBDIR)/pkgconfig/mmfold.pc
+
+uninstall:
+	rm -f $(DESTDIR)$(LIBDIR)/libmmfold.so $(DESTDIR)$(INCDIR)/mmfold.h \
+	      $(DESTDIR)$(LIBDIR)/pkgconfig/mmfold.pc
+
+clean:
+	rm -rf $(BUILD)

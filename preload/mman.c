@@ -1,0 +1,112 @@
+/* mmap, munmap, mremap, mprotect, pkey_mprotect, mseal. */
+#include <stdarg.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+
+#include "next.h"
+
+#ifndef SYS_mseal
+#define SYS_mseal 462
+#endif
+
+static long fwd_mmap(const struct mmf_op *o)
+{
+	if (mmf_next_ready() && mmf_next.mmap)
+		return MMF_KRET_PTR(mmf_next.mmap((void *)o->a[0], (size_t)o->a[1], (int)o->a[2],
+						  (int)o->a[3], (int)o->a[4], (off_t)o->a[5]));
+	return mmf_sys6(SYS_mmap, o->a[0], o->a[1], o->a[2], o->a[3], o->a[4], o->a[5]);
+}
+
+MMF_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	struct mmf_op op = {.kind = MMF_K_MMAP,
+			    .a = {(long)addr, (long)len, prot, flags, fd, (long)off},
+			    .fwd = fwd_mmap};
+	long r = mmf_run(&op);
+	return (void *)mmf_libc_ret(r);
+}
+
+MMF_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+	__attribute__((alias("mmap")));
+
+static long fwd_munmap(const struct mmf_op *o)
+{
+	if (mmf_next_ready() && mmf_next.munmap)
+		return MMF_KRET(mmf_next.munmap((void *)o->a[0], (size_t)o->a[1]));
+	return mmf_sys6(SYS_munmap, o->a[0], o->a[1], 0, 0, 0, 0);
+}
+
+MMF_EXPORT int munmap(void *addr, size_t len)
+{
+	struct mmf_op op = {.kind = MMF_K_MUNMAP, .a = {(long)addr, (long)len}, .fwd = fwd_munmap};
+	return (int)mmf_libc_ret(mmf_run(&op));
+}
+
+static long fwd_mremap(const struct mmf_op *o)
+{
+	if (mmf_next_ready() && mmf_next.mremap)
+		return MMF_KRET_PTR(mmf_next.mremap((void *)o->a[0], (size_t)o->a[1],
+						    (size_t)o->a[2], (int)o->a[3], (void *)o->a[4]));
+	return mmf_sys6(SYS_mremap, o->a[0], o->a[1], o->a[2], o->a[3], o->a[4], 0);
+}
+
+MMF_EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
+{
+	void *nw = NULL;
+	if (flags & MREMAP_FIXED) {
+		va_list ap;
+		va_start(ap, flags);
+		nw = va_arg(ap, void *);
+		va_end(ap);
+	}
+	struct mmf_op op = {.kind = MMF_K_MREMAP,
+			    .a = {(long)old, (long)oldlen, (long)newlen, flags, (long)nw},
+			    .fwd = fwd_mremap};
+	return (void *)mmf_libc_ret(mmf_run(&op));
+}
+
+static long fwd_mprotect(const struct mmf_op *o)
+{
+	if (mmf_next_ready() && mmf_next.mprotect)
+		return MMF_KRET(mmf_next.mprotect((void *)o->a[0], (size_t)o->a[1], (int)o->a[2]));
+	return mmf_sys6(SYS_mprotect, o->a[0], o->a[1], o->a[2], 0, 0, 0);
+}
+
+MMF_EXPORT int mprotect(void *addr, size_t len, int prot)
+{
+	struct mmf_op op = {.kind = MMF_K_MPROTECT, .a = {(long)addr, (long)len, prot},
+			    .fwd = fwd_mprotect};
+	return (int)mmf_libc_ret(mmf_run(&op));
+}
+
+static long fwd_pkey_mprotect(const struct mmf_op *o)
+{
+	if (mmf_next_ready() && mmf_next.pkey_mprotect)
+		return MMF_KRET(mmf_next.pkey_mprotect((void *)o->a[0], (size_t)o->a[1],
+						       (int)o->a[2], (int)o->a[3]));
+	return mmf_sys6(SYS_pkey_mprotect, o->a[0], o->a[1], o->a[2], o->a[3], 0, 0);
+}
+
+MMF_EXPORT int pkey_mprotect(void *addr, size_t len, int prot, int pkey)
+{
+	struct mmf_op op = {.kind = MMF_K_MPROTECT, .flags = MMF_OPF_PKEY,
+			    .a = {(long)addr, (long)len, prot, pkey}, .fwd = fwd_pkey_mprotect};
+	return (int)mmf_libc_ret(mmf_run(&op));
+}
+
+static long fwd_mseal(const struct mmf_op *o)
+{
+	if (mmf_next_ready() && mmf_next.mseal)
+		return MMF_KRET(mmf_next.mseal((void *)o->a[0], (size_t)o->a[1],
+					       (unsigned long)o->a[2]));
+	return mmf_sys6(SYS_mseal, o->a[0], o->a[1], o->a[2], 0, 0, 0);
+}
+
+/* glibc before 2.41 has no mseal(); programs that declare it themselves
+ * get this one, which makes the system call. */
+MMF_EXPORT int mseal(void *addr, size_t len, unsigned long flags)
+{
+	struct mmf_op op = {.kind = MMF_K_MSEAL, .a = {(long)addr, (long)len, (long)flags},
+			    .fwd = fwd_mseal};
+	return (int)mmf_libc_ret(mmf_run(&op));
+}

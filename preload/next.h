@@ -1,0 +1,75 @@
+/* The next definitions of the interposed symbols (libc's, or another
+ * preloaded library's), found once with dlsym(RTLD_NEXT).  Until they are
+ * found, and while dlsym itself runs, wrappers make raw system calls. */
+#ifndef MMF_NEXT_H
+#define MMF_NEXT_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "../src/engine.h"
+#include "../src/sys.h"
+
+#define MMF_EXPORT __attribute__((visibility("default")))
+
+#define MMF_NEXT_SYMBOLS(X)                                                    \
+	X(mmap, void *, (void *, size_t, int, int, int, off_t))                \
+	X(munmap, int, (void *, size_t))                                       \
+	X(mremap, void *, (void *, size_t, size_t, int, ...))                  \
+	X(mprotect, int, (void *, size_t, int))                                \
+	X(pkey_mprotect, int, (void *, size_t, int, int))                      \
+	X(madvise, int, (void *, size_t, int))                                 \
+	X(process_madvise, ssize_t, (int, const struct iovec *, size_t, int, unsigned)) \
+	X(mlock, int, (const void *, size_t))                                  \
+	X(mlock2, int, (const void *, size_t, unsigned))                       \
+	X(munlock, int, (const void *, size_t))                                \
+	X(mlockall, int, (int))                                                \
+	X(munlockall, int, (void))                                             \
+	X(mseal, int, (void *, size_t, unsigned long))                         \
+	X(brk, int, (void *))                                                  \
+	X(sbrk, void *, (intptr_t))                                            \
+	X(shmat, void *, (int, const void *, int))                             \
+	X(prctl, int, (int, ...))                                              \
+	X(personality, int, (unsigned long))                                   \
+	X(syscall, long, (long, ...))
+
+struct mmf_next {
+#define X(name, ret, args) ret(*name) args;
+	MMF_NEXT_SYMBOLS(X)
+#undef X
+};
+
+extern struct mmf_next mmf_next;
+
+/* Makes sure the next symbols are looked up (once).  Returns 1 when they
+ * are usable, 0 while the lookup is in progress (use raw calls). */
+int mmf_next_ready(void);
+
+/* Converts a libc-style result (-1 and errno) to the kernel's (-errno). */
+#define MMF_KRET(expr)                                                         \
+	({                                                                     \
+		long r_ = (long)(expr);                                        \
+		r_ == -1 ? -(long)errno : r_;                                  \
+	})
+#define MMF_KRET_PTR(expr)                                                     \
+	({                                                                     \
+		void *p_ = (expr);                                             \
+		p_ == MAP_FAILED ? -(long)errno : (long)p_;                    \
+	})
+
+/* Converts the kernel's convention back for the caller. */
+static inline long mmf_libc_ret(long r)
+{
+	if ((unsigned long)r > -4096UL) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+
+#endif

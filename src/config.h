@@ -1,0 +1,48 @@
+/* Configuration: one table of MMFOLD_* variables, parsed once from the
+ * environment into a struct that is read-only afterwards. */
+#ifndef MMF_CONFIG_H
+#define MMF_CONFIG_H
+
+#include <stddef.h>
+
+enum { MMF_MODE_OFF, MMF_MODE_OBSERVE, MMF_MODE_SAFE, MMF_MODE_LAZY };
+enum { MMF_FMT_TEXT, MMF_FMT_JSON };
+
+/* X(id, variable, type, default, min, max, choices)
+ * type: B boolean (1/yes/on/true, 0/no/off/false), I integer in [min,max],
+ * E one of the '|'-separated choices (the value is its index), S string. */
+#define MMF_OPTIONS(X)                                                         \
+	X(MODE, "MMFOLD_MODE", 'E', MMF_MODE_SAFE, 0, 0, "off|observe|safe|lazy") \
+	X(STATS, "MMFOLD_STATS", 'B', 0, 0, 1, NULL)                           \
+	X(STATS_FILE, "MMFOLD_STATS_FILE", 'S', 0, 0, 0, NULL)                 \
+	X(STATS_FORMAT, "MMFOLD_STATS_FORMAT", 'E', MMF_FMT_TEXT, 0, 0, "text|json") \
+	X(VERIFY, "MMFOLD_VERIFY", 'I', 0, 0, 2, NULL)                         \
+	X(LOG, "MMFOLD_LOG", 'I', 0, 0, 3, NULL)                               \
+	X(STRICT, "MMFOLD_STRICT", 'B', 0, 0, 1, NULL)
+
+enum {
+#define X(id, name, type, def, min, max, choices) MMF_OPT_##id,
+	MMF_OPTIONS(X)
+#undef X
+	MMF_OPT_COUNT
+};
+
+#define MMF_STR_MAX 256
+
+struct mmf_config {
+	long v[MMF_OPT_COUNT];
+	char stats_file[MMF_STR_MAX];
+	int problems; /* configuration problems found (each warned once) */
+};
+
+/* Parses envp (NULL-terminated "NAME=value" strings) into *c.  Every bad
+ * value, unknown MMFOLD_* name or unavailable choice is reported as one line
+ * through warn (without newline) and the default kept.  Uses no malloc and
+ * no stdio.  Returns the number of problems. */
+int mmf_config_parse(struct mmf_config *c, char *const *envp,
+		     void (*warn)(const char *line, void *arg), void *arg);
+
+/* The variable name of an option (for messages and documentation tests). */
+const char *mmf_config_name(int opt);
+
+#endif

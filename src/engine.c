@@ -1,0 +1,838 @@
+/* Decisions: skip, or forward and record.  See engine.h and DESIGN.md 3-4.
+ *
+ * Lock order: the map's writer lock is the only lock and a leaf.  A thread
+ * holds it from just before it forwards a call that changes the map until
+ * the record is updated, so the map changes in the kernel's order.  A call
+ * that re-enters on a thread that holds it (a signal handler, or another
+ * interposer below us calling back) is forwarded and its range forgotten
+ * before the lock is released. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "engine.h"
+
+#include <errno.h>
+#include <linux/capability.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/personality.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/shm.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <time.h>
+
+#include "fmt.h"
+#include "sys.h"
+
+#ifndef MLOCK_ONFAULT
+#define MLOCK_ONFAULT 1
+#endif
+#ifndef MCL_ONFAULT
+#define MCL_ONFAULT 4
+#endif
+#ifndef MREMAP_DONTUNMAP
+#define MREMAP_DONTUNMAP 4
+#endif
+#ifndef MADV_WIPEONFORK
+#define MADV_WIPEONFORK 18
+#define MADV_KEEPONFORK 19
+#endif
+#ifndef PR_SET_MDWE
+#define PR_SET_MDWE 65
+#define PR_GET_MDWE 66
+#endif
+#define HUGETLBFS_MAGIC_ 0x958458f6
+#define PROT_RWX (PROT_READ | PROT_WRITE | PROT_EXEC)
+
+static struct mmf_config cfg = {.v = {
+#define X(id, name, type, def, min, max, choices) def,
+	MMF_OPTIONS(X)
+#undef X
+}};
+static struct mmf_map map;
+static int init_state; /* 0 none, 1 running, 2 done, 3 failed (forward all) */
+static int mode = MMF_MODE_SAFE;
+static int verify;
+static int fini_done;
+
+/* Process facts that decide whether a skip may be trusted. */
+static int mdwe;          /* PR_SET_MDWE in force: W+X requests are checked */
+static int rie;           /* READ_IMPLIES_EXEC personality: never skip mprotect */
+static int mlock_seen;    /* some range was ever locked */
+static uint8_t future_lock = MMF_LOCK_NONE; /* mlockall(MCL_FUTURE) state */
+static size_t page;
+
+/* This thread's writer state: 0 none, 1 holds the map lock, 2 releasing. */
+static __thread int in_write __attribute__((tls_model("initial-exec")));
+/* Ranges changed behind the holder's back (by re-entrant calls). */
+#define PENDING_MAX 8
+static __thread struct {
+	int n, all;
+	uint64_t s[PENDING_MAX], e[PENDING_MAX];
+} pending __attribute__((tls_model("initial-exec")));
+
+const struct mmf_config *mmf_cfg(void) { return &cfg; }
+
+/* ---- time --------------------------------------------------------------- */
+
+uint64_t mmf_ticks(void)
+{
+#if defined(__x86_64__)
+	return __builtin_ia32_rdtsc();
+#elif defined(__aarch64__)
+	uint64_t v;
+	__asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
+	return v;
+#else
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+#endif
+}
+
+static uint64_t t0_ticks, t0_ns;
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	mmf_sys6(SYS_clock_gettime, CLOCK_MONOTONIC, (long)&ts, 0, 0, 0, 0);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t mmf_ticks_to_ns(uint64_t ticks)
+{
+	uint64_t dt = mmf_ticks() - t0_ticks, dn = mono_ns() - t0_ns;
+	if (!dt || !t0_ns)
+		return ticks;
+	return (uint64_t)((__uint128_t)ticks * dn / dt);
+}
+
+/* ---- logging ------------------------------------------------------------ */
+
+void mmf_log(int level, const char *line)
+{
+	if (level > cfg.v[MMF_OPT_LOG])
+		return;
+	char buf[600];
+	MMF_BUF(b, buf);
+	mmf_puts(&b, line);
+	mmf_putc(&b, '\n');
+	mmf_sys_write_all(2, b.p, b.len);
+}
+
+static int warned;
+static void config_warn(const char *line, void *arg)
+{
+	(void)arg;
+	if (warned++ >= 16)
+		return;
+	char buf[600];
+	MMF_BUF(b, buf);
+	mmf_puts(&b, line);
+	mmf_putc(&b, '\n');
+	mmf_sys_write_all(2, b.p, b.len);
+}
+
+/* ---- start-up ----------------------------------------------------------- */
+
+extern char **environ;
+
+void mmf_early_init(void)
+{
+	int s = __atomic_load_n(&init_state, __ATOMIC_ACQUIRE);
+	if (s >= 2)
+		return;
+	if (s == 1 || !__atomic_compare_exchange_n(&init_state, &s, 1, 0, __ATOMIC_ACQ_REL,
+						    __ATOMIC_ACQUIRE))
+		return; /* another thread is at it; callers forward meanwhile */
+	page = mmf_page_size();
+	t0_ticks = mmf_ticks();
+	t0_ns = mono_ns();
+	mmf_config_parse(&cfg, environ, config_warn, NULL);
+	if (cfg.problems && cfg.v[MMF_OPT_STRICT]) {
+		static const char msg[] = "mmfold: MMFOLD_STRICT=1 and the configuration has errors: stopping\n";
+		mmf_sys_write_all(2, msg, sizeof msg - 1);
+		mmf_sys6(SYS_exit_group, 1, 0, 0, 0, 0, 0);
+	}
+	mode = (int)cfg.v[MMF_OPT_MODE];
+	if (mode == MMF_MODE_LAZY)
+		mode = MMF_MODE_SAFE;
+	verify = (int)cfg.v[MMF_OPT_VERIFY];
+	long pers = mmf_sys6(SYS_personality, 0xffffffff, 0, 0, 0, 0, 0);
+	rie = pers >= 0 && (pers & READ_IMPLIES_EXEC);
+	long md = mmf_sys6(SYS_prctl, PR_GET_MDWE, 0, 0, 0, 0, 0);
+	mdwe = md > 0;
+	if (mode != MMF_MODE_OFF && mmf_map_init(&map) != 0) {
+		mmf_log(0, "mmfold: cannot map memory for the shadow map; forwarding everything");
+		mode = MMF_MODE_OFF;
+	}
+	if (cfg.v[MMF_OPT_LOG] >= 2) {
+		char buf[200];
+		MMF_BUF(b, buf);
+		static const char *const names[] = {"off", "observe", "safe", "lazy"};
+		mmf_puts(&b, "mmfold: pid ");
+		mmf_puti(&b, mmf_sys_getpid());
+		mmf_puts(&b, ", mode ");
+		mmf_puts(&b, names[mode]);
+		mmf_puts(&b, verify ? ", verify on" : "");
+		mmf_log(2, buf);
+	}
+	__atomic_store_n(&init_state, 2, __ATOMIC_RELEASE);
+}
+
+void mmf_late_init(void)
+{
+	mmf_early_init();
+	mmf_stats_late_init();
+}
+
+/* ---- the writer section ------------------------------------------------- */
+
+static void wenter(void)
+{
+	mmf_map_wlock(&map);
+	in_write = 1;
+}
+
+static void drain(void)
+{
+	while (pending.n || pending.all) {
+		if (pending.all) {
+			pending.all = 0;
+			pending.n = 0;
+			mmf_map_forget(&map, 0, UINT64_MAX & ~(uint64_t)(page - 1));
+			continue;
+		}
+		int i = --pending.n;
+		mmf_map_forget(&map, pending.s[i], pending.e[i]);
+	}
+}
+
+static void wleave(void)
+{
+	for (;;) {
+		drain();
+		in_write = 2;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		mmf_map_wunlock(&map);
+		in_write = 0;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		if (!pending.n && !pending.all)
+			return;
+		wenter();
+	}
+}
+
+static void pending_add(uint64_t s, uint64_t e)
+{
+	if (s >= e)
+		return;
+	if (pending.n == PENDING_MAX) {
+		pending.all = 1;
+		return;
+	}
+	pending.s[pending.n] = s;
+	pending.e[pending.n] = e;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	pending.n++;
+}
+
+/* ---- helpers ------------------------------------------------------------ */
+
+/* [addr, addr+len) rounded up to pages; 0 when the kernel would reject it
+ * before changing anything (unaligned, empty, wrapping). */
+static int span(uint64_t addr, uint64_t len, uint64_t *s, uint64_t *e)
+{
+	if (addr & (page - 1) || len == 0)
+		return 0;
+	uint64_t l = (len + page - 1) & ~(uint64_t)(page - 1);
+	if (l < len || addr + l <= addr)
+		return 0;
+	*s = addr;
+	*e = addr + l;
+	return 1;
+}
+
+/* The widest range a call with these arguments could have touched. */
+static void touched(const struct mmf_op *op, uint64_t *s, uint64_t *e)
+{
+	uint64_t a = (uint64_t)op->a[0] & ~(uint64_t)(page - 1);
+	uint64_t l = (uint64_t)op->a[1] + ((uint64_t)op->a[0] - a);
+	*s = a;
+	*e = l ? ((a + l + page - 1) & ~(uint64_t)(page - 1)) : a;
+	if (*e < a || (l && *e == a))
+		*e = UINT64_MAX & ~(uint64_t)(page - 1);
+}
+
+static long forward(const struct mmf_op *op, struct mmf_tstats *t, uint64_t bytes)
+{
+	uint64_t t0 = mmf_ticks();
+	long r = op->fwd(op);
+	uint64_t dt = mmf_ticks() - t0;
+	mmf_stat_add(t, op->kind, MMF_S_FORWARDED, 1);
+	mmf_stat_add(t, op->kind, MMF_S_KERNEL_NS, dt);
+	mmf_stat_add(t, op->kind, MMF_S_BYTES_KERNEL, bytes);
+	if ((unsigned long)r > -4096UL)
+		mmf_stat_add(t, op->kind, MMF_S_ERRORS, 1);
+	return r;
+}
+
+static int is_err(long r) { return (unsigned long)r > -4096UL; }
+
+/* May a redundant mlock be answered without the kernel?  The kernel still
+ * checks the RLIMIT_MEMLOCK / CAP_IPC_LOCK permission on a no-op, and that
+ * can change after the range was locked. */
+static int mlock_permitted(void)
+{
+	struct rlimit rl;
+	if (mmf_sys6(SYS_prlimit64, 0, RLIMIT_MEMLOCK, 0, (long)&rl, 0, 0) == 0 &&
+	    rl.rlim_cur == RLIM_INFINITY)
+		return 1;
+	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct d[2];
+	if (mmf_sys6(SYS_capget, (long)&h, (long)d, 0, 0, 0, 0) != 0)
+		return 0;
+	return (d[CAP_IPC_LOCK / 32].effective >> (CAP_IPC_LOCK % 32)) & 1;
+}
+
+/* The skip question for op, or 0 when the call must be forwarded anyway. */
+static int question(const struct mmf_op *op, uint64_t *s, uint64_t *e, struct mmf_want *w)
+{
+	memset(w, 0, sizeof *w);
+	switch (op->kind) {
+	case MMF_K_MPROTECT: {
+		int prot = (int)op->a[2];
+		if ((op->flags & MMF_OPF_PKEY) && op->a[3] != -1)
+			return 0; /* the kernel re-checks that the key is allocated */
+		if (prot & ~PROT_RWX || rie || prot == PROT_EXEC)
+			return 0; /* exec-only may pick a protection key */
+		if (mdwe && (prot & PROT_WRITE) && (prot & PROT_EXEC))
+			return 0;
+		w->what = MMF_Q_PROT;
+		w->prot = (uint8_t)prot;
+		return span((uint64_t)op->a[0], (uint64_t)op->a[1], s, e);
+	}
+	case MMF_K_MADVISE: {
+		static const struct {
+			int adv;
+			uint8_t bit, val;
+		} flags[] = {
+			{MADV_HUGEPAGE, MMF_ADV_HUGEPAGE, 1},   {MADV_NOHUGEPAGE, MMF_ADV_NOHUGEPAGE, 1},
+			{MADV_DONTFORK, MMF_ADV_DONTFORK, 1},   {MADV_DOFORK, MMF_ADV_DONTFORK, 0},
+			{MADV_DONTDUMP, MMF_ADV_DONTDUMP, 1},   {MADV_DODUMP, MMF_ADV_DONTDUMP, 0},
+			{MADV_WIPEONFORK, MMF_ADV_WIPEONFORK, 1}, {MADV_KEEPONFORK, MMF_ADV_WIPEONFORK, 0},
+		};
+		for (unsigned i = 0; i < sizeof flags / sizeof flags[0]; i++)
+			if (flags[i].adv == op->a[2]) {
+				w->what = MMF_Q_ADV;
+				w->adv_bit = flags[i].bit;
+				w->adv_val = flags[i].val;
+				return span((uint64_t)op->a[0], (uint64_t)op->a[1], s, e);
+			}
+		return 0;
+	}
+	case MMF_K_MLOCK:
+	case MMF_K_MUNLOCK: {
+		long fl = (op->flags & MMF_OPF_MLOCK2) ? op->a[2] : 0;
+		if (fl & ~(long)MLOCK_ONFAULT)
+			return 0;
+		uint64_t a = (uint64_t)op->a[0] & ~(uint64_t)(page - 1);
+		uint64_t l = (uint64_t)op->a[1] + ((uint64_t)op->a[0] - a);
+		if (l < (uint64_t)op->a[1])
+			return 0;
+		w->what = MMF_Q_LOCK;
+		w->lock = op->kind == MMF_K_MUNLOCK ? MMF_LOCK_NONE
+			  : fl ? MMF_LOCK_ONFAULT : MMF_LOCK_ON;
+		return span(a, l, s, e);
+	}
+	default:
+		return 0;
+	}
+}
+
+/* ---- recording ---------------------------------------------------------- */
+
+/* Is a new file mapping of fd one whose protection behaves plainly?  Only
+ * regular files outside hugetlbfs (which needs huge-page aligned calls). */
+static int plain_file(int fd)
+{
+	struct stat st;
+	struct statfs sf;
+	if (mmf_sys6(SYS_fstat, fd, (long)&st, 0, 0, 0, 0) != 0 || !S_ISREG(st.st_mode))
+		return 0;
+	if (mmf_sys6(SYS_fstatfs, fd, (long)&sf, 0, 0, 0, 0) != 0)
+		return 0;
+	return (unsigned long)sf.f_type != (unsigned long)HUGETLBFS_MAGIC_;
+}
+
+static void record_mmap(const struct mmf_op *op, long r)
+{
+	uint64_t len = ((uint64_t)op->a[1] + page - 1) & ~(uint64_t)(page - 1);
+	int prot = (int)op->a[2], flags = (int)op->a[3], fd = (int)op->a[4];
+	if (is_err(r)) {
+		/* A failed MAP_FIXED may already have unmapped the old range. */
+		uint64_t s, e;
+		if ((flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) == MAP_FIXED &&
+		    span((uint64_t)op->a[0], (uint64_t)op->a[1], &s, &e))
+			mmf_map_forget(&map, s, e);
+		return;
+	}
+	uint64_t s = (uint64_t)r, e = s + len;
+	if (e <= s)
+		return;
+	int anon = (flags & MAP_ANONYMOUS) != 0;
+	struct mmf_attr a = {.prot = MMF_UNKNOWN, .lock = MMF_UNKNOWN, .owned = 0,
+			     .sealed = MMF_UNKNOWN, .pkey = -1, .adv_known = 0, .adv_set = 0};
+	if (!(flags & (MAP_GROWSDOWN | MAP_HUGETLB)) && !(prot & ~PROT_RWX) && !rie &&
+	    (anon || plain_file(fd))) {
+		a.owned = 1;
+		a.prot = (uint8_t)prot;
+		a.sealed = 0;
+		a.pkey = 0;
+		a.lock = (flags & MAP_LOCKED) ? MMF_LOCK_ON : future_lock;
+		/* A new anonymous VMA starts with no advice flags; a file VMA
+		 * may get flags from its filesystem. */
+		a.adv_known = anon ? MMF_ADV_ALL : 0;
+	}
+	if (flags & MAP_LOCKED)
+		mlock_seen = 1;
+	mmf_map_set(&map, s, e, &a);
+}
+
+static void record_mremap(const struct mmf_op *op, long r)
+{
+	uint64_t old = (uint64_t)op->a[0];
+	uint64_t oldlen = ((uint64_t)op->a[1] + page - 1) & ~(uint64_t)(page - 1);
+	uint64_t newlen = ((uint64_t)op->a[2] + page - 1) & ~(uint64_t)(page - 1);
+	int flags = (int)op->a[3];
+	if (is_err(r)) {
+		if (r != -EINVAL && !(old & (page - 1)) && old + oldlen > old)
+			mmf_map_forget(&map, old, old + oldlen);
+		return;
+	}
+	uint64_t nw = (uint64_t)r;
+	if (oldlen == 0) { /* a second mapping of shared memory */
+		mmf_map_forget(&map, nw, nw + newlen);
+		return;
+	}
+	mmf_map_move(&map, old, oldlen, nw, newlen, (flags & MREMAP_DONTUNMAP) != 0);
+	if (flags & MREMAP_DONTUNMAP)
+		mmf_map_forget(&map, old, old + oldlen);
+}
+
+static void record(const struct mmf_op *op, long r)
+{
+	uint64_t s, e;
+	struct mmf_upd u;
+	memset(&u, 0, sizeof u);
+	switch (op->kind) {
+	case MMF_K_MMAP:
+		record_mmap(op, r);
+		return;
+	case MMF_K_MUNMAP:
+		if (r == 0 && span((uint64_t)op->a[0], (uint64_t)op->a[1], &s, &e))
+			mmf_map_remove(&map, s, e);
+		return;
+	case MMF_K_MREMAP:
+		record_mremap(op, r);
+		return;
+	case MMF_K_MPROTECT: {
+		int prot = (int)op->a[2];
+		if (!span((uint64_t)op->a[0], (uint64_t)op->a[1], &s, &e))
+			return; /* rejected before any change */
+		if (prot & (PROT_GROWSDOWN | PROT_GROWSUP)) {
+			/* The change extends to the start (end) of the VMA. */
+			if (prot & PROT_GROWSDOWN)
+				s = 0;
+			if (prot & PROT_GROWSUP)
+				e = UINT64_MAX & ~(uint64_t)(page - 1);
+			mmf_map_forget(&map, s, e);
+			return;
+		}
+		if (r != 0 || (prot & ~PROT_RWX) || rie) {
+			/* Failures can be partial (a hole, EACCES on a later VMA). */
+			mmf_map_forget(&map, s, e);
+			return;
+		}
+		u.fields = MMF_F_PROT;
+		u.a.prot = (uint8_t)prot;
+		if ((op->flags & MMF_OPF_PKEY) && op->a[3] != -1) {
+			u.fields |= MMF_F_PKEY;
+			u.a.pkey = (int16_t)op->a[3];
+		} else if (prot == PROT_EXEC) {
+			u.fields |= MMF_F_PKEY;
+			u.a.pkey = -1;
+		}
+		if (mlock_seen) {
+			/* Newly accessible pages of a locked range are not all
+			 * populated: a later mlock would do work. */
+			u.fields |= MMF_F_LOCK;
+			u.a.lock = MMF_UNKNOWN;
+		}
+		mmf_map_update(&map, s, e, &u);
+		return;
+	}
+	case MMF_K_MADVISE: {
+		struct mmf_want w;
+		if (!span((uint64_t)op->a[0], (uint64_t)op->a[1], &s, &e))
+			return;
+		if (!question(op, &s, &e, &w)) {
+			/* Advice that changes no tracked flag needs no record;
+			 * an advice this version does not know may. */
+			switch (op->a[2]) {
+			case MADV_NORMAL: case MADV_RANDOM: case MADV_SEQUENTIAL:
+			case MADV_WILLNEED: case MADV_DONTNEED: case MADV_FREE:
+			case MADV_REMOVE: case MADV_MERGEABLE: case MADV_UNMERGEABLE:
+			case MADV_COLD: case MADV_PAGEOUT: case MADV_HWPOISON:
+			case 22: case 23: case 24: case 25: case 101: case 102: case 103:
+				return;
+			}
+			u.adv_forget = MMF_ADV_ALL;
+			mmf_map_update(&map, s, e, &u);
+			return;
+		}
+		if (r != 0) {
+			u.adv_forget = w.adv_bit;
+		} else if (w.adv_val) {
+			u.adv_set_mask = w.adv_bit;
+			if (w.adv_bit == MMF_ADV_HUGEPAGE)
+				u.adv_clear_mask = MMF_ADV_NOHUGEPAGE;
+			if (w.adv_bit == MMF_ADV_NOHUGEPAGE)
+				u.adv_clear_mask = MMF_ADV_HUGEPAGE;
+		} else {
+			u.adv_clear_mask = w.adv_bit;
+		}
+		mmf_map_update(&map, s, e, &u);
+		return;
+	}
+	case MMF_K_PROCESS_MADVISE: {
+		/* The target may be this process: forget the advice bits of
+		 * every range named (only flag advices change them). */
+		const struct iovec {
+			void *base;
+			size_t len;
+		} *iov = (const void *)op->a[1];
+		long n = op->a[2];
+		if (!iov || n <= 0 || n > 1024)
+			return;
+		u.adv_forget = MMF_ADV_ALL;
+		for (long i = 0; i < n; i++)
+			if (span((uint64_t)iov[i].base, iov[i].len, &s, &e))
+				mmf_map_update(&map, s, e, &u);
+		return;
+	}
+	case MMF_K_MLOCK:
+	case MMF_K_MUNLOCK: {
+		struct mmf_want w;
+		uint64_t a = (uint64_t)op->a[0] & ~(uint64_t)(page - 1);
+		uint64_t l = (uint64_t)op->a[1] + ((uint64_t)op->a[0] - a);
+		if (l < (uint64_t)op->a[1] || !span(a, l, &s, &e))
+			return;
+		u.fields = MMF_F_LOCK;
+		if (r == 0 && question(op, &s, &e, &w))
+			u.a.lock = w.lock;
+		else
+			u.a.lock = MMF_UNKNOWN;
+		if (op->kind == MMF_K_MLOCK)
+			mlock_seen = 1;
+		mmf_map_update(&map, s, e, &u);
+		return;
+	}
+	case MMF_K_MLOCKALL: {
+		long fl = op->a[0];
+		u.fields = MMF_F_LOCK;
+		mlock_seen = 1;
+		if (r != 0) {
+			u.a.lock = MMF_UNKNOWN;
+			future_lock = MMF_UNKNOWN;
+		} else {
+			uint8_t l = (fl & MCL_ONFAULT) ? MMF_LOCK_ONFAULT : MMF_LOCK_ON;
+			future_lock = (fl & MCL_FUTURE) ? l : MMF_LOCK_NONE;
+			if (!(fl & MCL_CURRENT))
+				return;
+			u.a.lock = l;
+		}
+		mmf_map_update(&map, 0, UINT64_MAX & ~(uint64_t)(page - 1), &u);
+		return;
+	}
+	case MMF_K_MUNLOCKALL:
+		u.fields = MMF_F_LOCK;
+		u.a.lock = r == 0 ? MMF_LOCK_NONE : MMF_UNKNOWN;
+		future_lock = u.a.lock;
+		mmf_map_update(&map, 0, UINT64_MAX & ~(uint64_t)(page - 1), &u);
+		return;
+	case MMF_K_MSEAL:
+		if (r == 0 && span((uint64_t)op->a[0], (uint64_t)op->a[1], &s, &e)) {
+			u.fields = MMF_F_SEALED;
+			u.a.sealed = 1;
+			mmf_map_update(&map, s, e, &u);
+		}
+		return;
+	case MMF_K_SHMAT: {
+		struct shmid_ds ds;
+		if (is_err(r))
+			return;
+		s = (uint64_t)r;
+		if (mmf_sys6(SYS_shmctl, op->a[0], IPC_STAT, (long)&ds, 0, 0, 0) == 0)
+			e = (s + ds.shm_segsz + page - 1) & ~(uint64_t)(page - 1);
+		else
+			e = UINT64_MAX & ~(uint64_t)(page - 1);
+		mmf_map_forget(&map, s, e);
+		mmf_map_remove(&map, s, e);
+		return;
+	}
+	}
+}
+
+/* The range a re-entrant call may have changed, for forgetting. */
+static void reentry_forget(const struct mmf_op *op, long r)
+{
+	uint64_t s, e;
+	switch (op->kind) {
+	case MMF_K_MLOCKALL:
+	case MMF_K_MUNLOCKALL:
+	case MMF_K_PROCESS_MADVISE:
+	case MMF_K_BRK:
+	case MMF_K_SHMAT:
+		pending.all = 1;
+		return;
+	case MMF_K_MMAP:
+		if (!is_err(r))
+			pending_add((uint64_t)r, (uint64_t)r + (((uint64_t)op->a[1] + page - 1) &
+								~(uint64_t)(page - 1)));
+		if (op->a[3] & MAP_FIXED) {
+			touched(op, &s, &e);
+			pending_add(s, e);
+		}
+		return;
+	case MMF_K_MREMAP:
+		touched(op, &s, &e);
+		pending_add(s, e);
+		if (!is_err(r))
+			pending_add((uint64_t)r, (uint64_t)r + (((uint64_t)op->a[2] + page - 1) &
+								~(uint64_t)(page - 1)));
+		return;
+	case MMF_K_MPROTECT:
+		if (op->a[2] & (PROT_GROWSDOWN | PROT_GROWSUP)) {
+			pending.all = 1;
+			return;
+		}
+		/* fall through */
+	default:
+		touched(op, &s, &e);
+		pending_add(s, e);
+	}
+}
+
+/* ---- the entry point ---------------------------------------------------- */
+
+static long run_brk(struct mmf_op *op, struct mmf_tstats *t);
+
+long mmf_run(struct mmf_op *op)
+{
+	if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2) {
+		mmf_early_init();
+		if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2)
+			return op->fwd(op); /* another thread is initialising */
+	}
+	struct mmf_tstats *t = mmf_stats_self();
+	int k = op->kind;
+	mmf_stat_add(t, k, MMF_S_CALLS, 1);
+	uint64_t asked = (k == MMF_K_MLOCKALL || k == MMF_K_MUNLOCKALL || k == MMF_K_BRK ||
+			  k == MMF_K_SHMAT || k == MMF_K_PROCESS_MADVISE)
+				 ? 0
+				 : (uint64_t)op->a[k == MMF_K_MREMAP ? 2 : 1];
+	mmf_stat_add(t, k, MMF_S_BYTES_ASKED, asked);
+
+	if (mode == MMF_MODE_OFF)
+		return forward(op, t, asked);
+
+	if (in_write) {
+		/* Re-entered while this thread holds the map. */
+		mmf_event(MMF_E_REENTRY);
+		long r = forward(op, t, asked);
+		reentry_forget(op, r);
+		return r;
+	}
+
+	if (k == MMF_K_BRK)
+		return run_brk(op, t);
+
+	uint64_t s, e;
+	struct mmf_want w;
+	if (question(op, &s, &e, &w)) {
+		int v = mmf_map_check(&map, s, e, &w);
+		if (v == MMF_NOOP_PROVEN && op->kind == MMF_K_MLOCK && !mlock_permitted())
+			v = MMF_NOOP_UNPROVEN;
+		if (v == MMF_NOOP_PROVEN && verify) {
+			mmf_event(MMF_E_VERIFY_CHECKS);
+			if (mmf_verify(s, e, &w) == 0) {
+				mmf_event(MMF_E_VERIFY_MISMATCH);
+				char buf[200];
+				MMF_BUF(b, buf);
+				mmf_puts(&b, "mmfold: verify: the kernel disagrees with a skip of ");
+				mmf_puts(&b, mmf_kind_name(k));
+				mmf_puts(&b, " at ");
+				mmf_putx(&b, s);
+				mmf_puts(&b, "-");
+				mmf_putx(&b, e);
+				mmf_log(0, buf);
+				if (verify >= 2)
+					mmf_sys6(SYS_kill, mmf_sys_getpid(), 6 /* SIGABRT */, 0, 0, 0, 0);
+				v = MMF_CHANGE;
+			}
+		}
+		if (v == MMF_NOOP_PROVEN) {
+			mmf_stat_add(t, k, MMF_S_SKIPPED, 1);
+			if (mode == MMF_MODE_SAFE)
+				return 0;
+		} else if (v == MMF_NOOP_UNPROVEN) {
+			mmf_stat_add(t, k, MMF_S_UNPROVEN, 1);
+		} else if (v == MMF_BUSY) {
+			mmf_event(MMF_E_BUSY);
+		}
+	} else if (k == MMF_K_MADVISE) {
+		/* Advice that changes no tracked flag: no record, no lock. */
+		switch (op->a[2]) {
+		case MADV_DONTNEED: case MADV_FREE: case MADV_WILLNEED: case MADV_COLD:
+		case MADV_PAGEOUT: case MADV_NORMAL: case MADV_RANDOM: case MADV_SEQUENTIAL:
+		case MADV_REMOVE: case 22: case 23: case 24: case 25: case 102: case 103:
+			return forward(op, t, asked);
+		}
+	}
+
+	wenter();
+	long r = forward(op, t, asked);
+	record(op, r);
+	wleave();
+	return r;
+}
+
+/* brk/sbrk: the heap may shrink over ranges the map knows. */
+static long run_brk(struct mmf_op *op, struct mmf_tstats *t)
+{
+	wenter();
+	uint64_t before = (uint64_t)mmf_sys6(SYS_brk, 0, 0, 0, 0, 0, 0);
+	long r = forward(op, t, 0);
+	uint64_t after = (uint64_t)mmf_sys6(SYS_brk, 0, 0, 0, 0, 0, 0);
+	if (after < before) {
+		uint64_t s = (after + page - 1) & ~(uint64_t)(page - 1);
+		uint64_t e = (before + page - 1) & ~(uint64_t)(page - 1);
+		if (s < e)
+			mmf_map_remove(&map, s, e);
+	}
+	wleave();
+	return r;
+}
+
+void mmf_note_prctl(long option, long arg2, long result)
+{
+	(void)arg2;
+	if (option == PR_SET_MDWE && result == 0)
+		__atomic_store_n(&mdwe, 1, __ATOMIC_RELAXED);
+}
+
+void mmf_note_personality(unsigned long persona, long result)
+{
+	if (result != -1 && persona != 0xffffffffUL)
+		__atomic_store_n(&rie, (persona & READ_IMPLIES_EXEC) != 0, __ATOMIC_RELAXED);
+}
+
+/* ---- fork --------------------------------------------------------------- */
+
+static int fork_locked;
+
+void mmf_atfork_prepare(void)
+{
+	if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2 || mode == MMF_MODE_OFF)
+		return;
+	if (in_write) {
+		fork_locked = 0; /* fork from a handler that interrupted us */
+		return;
+	}
+	wenter();
+	fork_locked = 1;
+}
+
+void mmf_atfork_parent(void)
+{
+	if (fork_locked) {
+		fork_locked = 0;
+		wleave();
+	}
+}
+
+void mmf_atfork_child(void)
+{
+	if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2)
+		return;
+	mmf_stats_fork_child();
+	mmf_event(MMF_E_FORKS);
+	__atomic_store_n(&fini_done, 0, __ATOMIC_RELAXED);
+	if (mode == MMF_MODE_OFF)
+		return;
+	map.lock = 0;
+	if (!fork_locked) {
+		/* The map may be mid-change: trust nothing. */
+		map.seq &= ~1u;
+		mmf_map_clear(&map);
+	} else {
+		mmf_map_fork_child(&map);
+	}
+	fork_locked = 0;
+	in_write = 0;
+	pending.n = pending.all = 0;
+	future_lock = MMF_LOCK_NONE; /* MCL_FUTURE is not inherited */
+}
+
+/* ---- exit --------------------------------------------------------------- */
+
+static void open_report(int *fd, int *close_it)
+{
+	*fd = 2;
+	*close_it = 0;
+	if (!cfg.stats_file[0])
+		return;
+	char path[MMF_STR_MAX + 32];
+	MMF_BUF(b, path);
+	for (const char *p = cfg.stats_file; *p; p++) {
+		if (p[0] == '%' && p[1] == 'p') {
+			mmf_puti(&b, mmf_sys_getpid());
+			p++;
+		} else {
+			mmf_putc(&b, *p);
+		}
+	}
+	long f = mmf_sys_open(path, 01 /*O_WRONLY*/ | 0100 /*O_CREAT*/ | 02000 /*O_APPEND*/, 0644);
+	if (f >= 0) {
+		*fd = (int)f;
+		*close_it = 1;
+	} else {
+		char buf[400];
+		MMF_BUF(m, buf);
+		mmf_puts(&m, "mmfold: MMFOLD_STATS_FILE=");
+		mmf_puts(&m, cfg.stats_file);
+		mmf_puts(&m, ": cannot open; writing the report to stderr");
+		mmf_log(0, buf);
+	}
+}
+
+void mmf_fini(void)
+{
+	if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2)
+		return;
+	if (__atomic_exchange_n(&fini_done, 1, __ATOMIC_ACQ_REL))
+		return;
+	if (!cfg.v[MMF_OPT_STATS])
+		return;
+	int fd, c;
+	open_report(&fd, &c);
+	mmf_report(fd, (int)cfg.v[MMF_OPT_STATS_FORMAT]);
+	if (c)
+		mmf_sys_close(fd);
+}
+
+int mmf_mode(void) { return mode; }

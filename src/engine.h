@@ -1,0 +1,69 @@
+/* The engine: every intercepted call becomes an mmf_op that the engine
+ * either answers from the shadow map (skip) or forwards through op->fwd and
+ * records.  The preload layer supplies fwd (the next definition of the
+ * symbol, or a raw system call before it is known). */
+#ifndef MMF_ENGINE_H
+#define MMF_ENGINE_H
+
+#include <stdint.h>
+
+#include "config.h"
+#include "map.h"
+#include "stats.h"
+
+struct mmf_op {
+	int kind;  /* MMF_K_* */
+	int flags; /* MMF_OPF_* */
+	long nr;   /* system call number, when it came through syscall() */
+	long a[6]; /* the caller's arguments, untouched */
+	/* Performs the real call; returns the kernel's convention: a value
+	 * >= 0 (or an address) on success, -errno on failure. */
+	long (*fwd)(const struct mmf_op *op);
+};
+
+enum {
+	MMF_OPF_PKEY = 1,  /* MMF_K_MPROTECT came as pkey_mprotect (a[3]) */
+	MMF_OPF_MLOCK2 = 2 /* MMF_K_MLOCK came as mlock2 (a[2] = flags) */
+};
+
+/* Runs an intercepted call.  Returns the kernel's convention. */
+long mmf_run(struct mmf_op *op);
+
+/* Notes of calls that change what skips may assume. */
+void mmf_note_prctl(long option, long arg2, long result);
+void mmf_note_personality(unsigned long persona, long result);
+
+/* Start-up: early init reads the environment and sets up the map; it uses
+ * no libc function that may allocate and runs on the first intercepted
+ * call.  Late init (from the constructor) registers the fork handlers and
+ * the thread-exit key. */
+void mmf_early_init(void);
+void mmf_late_init(void);
+/* Exit: prints the report when asked.  Idempotent. */
+void mmf_fini(void);
+
+void mmf_atfork_prepare(void);
+void mmf_atfork_parent(void);
+void mmf_atfork_child(void);
+
+/* The current configuration (defaults until early init ran). */
+const struct mmf_config *mmf_cfg(void);
+/* The mode in force (MMF_MODE_*). */
+int mmf_mode(void);
+
+/* Time source for kernel time: cheap ticks, converted when reported. */
+uint64_t mmf_ticks(void);
+uint64_t mmf_ticks_to_ns(uint64_t ticks);
+
+/* Writes the statistics report to fd (text or JSON).  Async-signal-safe. */
+void mmf_report(int fd, int format);
+
+/* Logging to stderr, only as configured; one line, no newline needed. */
+void mmf_log(int level, const char *line);
+
+/* Debug verification against the kernel (verify.c).  Returns 1 when the
+ * kernel's view agrees with a skip decision, 0 when it does not, -1 when
+ * it cannot tell. */
+int mmf_verify(uint64_t start, uint64_t end, const struct mmf_want *w);
+
+#endif

@@ -1,0 +1,722 @@
+/* The shadow map (see map.h for the contract). */
+#include "map.h"
+
+#include <string.h>
+#include <sys/mman.h>
+
+#include "sys.h"
+
+#if defined(__x86_64__)
+#define cpu_relax() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define cpu_relax() __asm__ volatile("yield" ::: "memory")
+#else
+#define cpu_relax() ((void)0)
+#endif
+
+#define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define ST(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+
+/* A record as stored: three words, each read and written atomically so that
+ * a reader racing a writer sees old or new words, never torn ones. */
+struct slot {
+	uint64_t start, end, attr;
+};
+
+struct mmf_block {
+	uint32_t n;
+	uint32_t pad_;
+	struct mmf_block *next_free;
+	struct slot s[MMF_BLOCK_CAP];
+};
+
+_Static_assert(sizeof(struct mmf_attr) == 8, "attr packs into one word");
+_Static_assert(sizeof(struct mmf_block) <= 4096, "a block fits a page");
+
+#define SLAB_BLOCKS 64
+
+static uint64_t pack(const struct mmf_attr *a)
+{
+	uint64_t v;
+	memcpy(&v, a, sizeof v);
+	return v;
+}
+
+static struct mmf_attr unpack(uint64_t v)
+{
+	struct mmf_attr a;
+	memcpy(&a, &v, sizeof a);
+	return a;
+}
+
+static struct mmf_attr unknown_attr(void)
+{
+	struct mmf_attr a = {.prot = MMF_UNKNOWN, .lock = MMF_UNKNOWN, .owned = 0,
+			     .sealed = MMF_UNKNOWN, .pkey = -1, .adv_known = 0, .adv_set = 0};
+	return a;
+}
+
+/* ---- memory ------------------------------------------------------------ */
+
+int mmf_map_init(struct mmf_map *m)
+{
+	memset(m, 0, sizeof *m);
+	void *p = mmf_sys_mmap(NULL, MMF_TOP_CAP * sizeof(struct mmf_block *),
+			       PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mmf_sys_err((long)p))
+		return (int)(long)p;
+	m->top = p;
+	return 0;
+}
+
+static struct mmf_block *block_alloc(struct mmf_map *m)
+{
+	if (!m->free_blocks) {
+		char *p = mmf_sys_mmap(NULL, SLAB_BLOCKS * 4096, PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (mmf_sys_err((long)p))
+			return NULL;
+		for (int i = SLAB_BLOCKS - 1; i >= 0; i--) {
+			struct mmf_block *b = (struct mmf_block *)(p + (size_t)i * 4096);
+			b->next_free = m->free_blocks;
+			m->free_blocks = b;
+		}
+	}
+	struct mmf_block *b = m->free_blocks;
+	m->free_blocks = b->next_free;
+	ST(b->n, 0);
+	return b;
+}
+
+/* Blocks are never unmapped: a reader may still be looking at this one. */
+static void block_free(struct mmf_map *m, struct mmf_block *b)
+{
+	b->next_free = m->free_blocks;
+	m->free_blocks = b;
+}
+
+void mmf_map_clear(struct mmf_map *m)
+{
+	for (uint32_t i = 0; i < m->nblocks; i++) {
+		block_free(m, m->top[i]);
+		ST(m->top[i], NULL);
+	}
+	ST(m->nblocks, 0);
+	m->nrecs = 0;
+	m->full = 0;
+}
+
+/* ---- writer lock ------------------------------------------------------- */
+
+int mmf_map_trywlock(struct mmf_map *m)
+{
+	uint32_t z = 0;
+	return __atomic_compare_exchange_n(&m->lock, &z, 1, 0, __ATOMIC_ACQUIRE,
+					   __ATOMIC_RELAXED);
+}
+
+void mmf_map_wlock(struct mmf_map *m)
+{
+	uint32_t c = 0;
+	if (__atomic_compare_exchange_n(&m->lock, &c, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		return;
+	for (int spin = 0; spin < 100; spin++) {
+		c = 0;
+		if (__atomic_compare_exchange_n(&m->lock, &c, 1, 0, __ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED))
+			return;
+		cpu_relax();
+	}
+	if (c != 2)
+		c = __atomic_exchange_n(&m->lock, 2, __ATOMIC_ACQUIRE);
+	while (c != 0) {
+		mmf_sys_futex_wait(&m->lock, 2);
+		c = __atomic_exchange_n(&m->lock, 2, __ATOMIC_ACQUIRE);
+	}
+}
+
+void mmf_map_wunlock(struct mmf_map *m)
+{
+	if (__atomic_exchange_n(&m->lock, 0, __ATOMIC_RELEASE) == 2)
+		mmf_sys_futex_wake(&m->lock, 1);
+}
+
+/* Writers bracket every change with these so readers retry. */
+static void wbegin(struct mmf_map *m)
+{
+	ST(m->seq, m->seq + 1);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+static void wend(struct mmf_map *m)
+{
+	__atomic_store_n(&m->seq, m->seq + 1, __ATOMIC_RELEASE);
+}
+
+/* ---- positions (writer side) ------------------------------------------ */
+
+struct pos {
+	uint32_t b, i;
+};
+
+static struct slot *at(struct mmf_map *m, struct pos p) { return &m->top[p.b]->s[p.i]; }
+
+static int valid(const struct mmf_map *m, struct pos p)
+{
+	return p.b < m->nblocks && p.i < m->top[p.b]->n;
+}
+
+static struct pos next_pos(const struct mmf_map *m, struct pos p)
+{
+	if (p.i + 1 < m->top[p.b]->n)
+		return (struct pos){p.b, p.i + 1};
+	return (struct pos){p.b + 1, 0};
+}
+
+static int prev_pos(const struct mmf_map *m, struct pos p, struct pos *out)
+{
+	if (p.i > 0) {
+		*out = (struct pos){p.b, p.i - 1};
+		return 1;
+	}
+	if (p.b == 0)
+		return 0;
+	*out = (struct pos){p.b - 1, m->top[p.b - 1]->n - 1};
+	return 1;
+}
+
+/* First record with end > addr (writer view; may return an invalid pos at
+ * the end). */
+static struct pos wfind(const struct mmf_map *m, uint64_t addr)
+{
+	uint32_t lo = 0, hi = m->nblocks;
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+		const struct mmf_block *b = m->top[mid];
+		if (b->s[b->n - 1].end > addr)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	if (lo == m->nblocks)
+		return (struct pos){lo, 0};
+	const struct mmf_block *b = m->top[lo];
+	uint32_t l = 0, h = b->n;
+	while (l < h) {
+		uint32_t mid = (l + h) / 2;
+		if (b->s[mid].end > addr)
+			h = mid;
+		else
+			l = mid + 1;
+	}
+	return (struct pos){lo, l};
+}
+
+static void top_insert(struct mmf_map *m, uint32_t idx, struct mmf_block *b)
+{
+	for (uint32_t k = m->nblocks; k > idx; k--)
+		ST(m->top[k], m->top[k - 1]);
+	ST(m->top[idx], b);
+	ST(m->nblocks, m->nblocks + 1);
+}
+
+static void top_remove(struct mmf_map *m, uint32_t idx)
+{
+	for (uint32_t k = idx; k + 1 < m->nblocks; k++)
+		ST(m->top[k], m->top[k + 1]);
+	ST(m->top[m->nblocks - 1], NULL);
+	ST(m->nblocks, m->nblocks - 1);
+}
+
+static void slot_copy(struct slot *d, const struct slot *s)
+{
+	ST(d->start, LD(s->start));
+	ST(d->end, LD(s->end));
+	ST(d->attr, LD(s->attr));
+}
+
+static void slot_set(struct slot *d, uint64_t start, uint64_t end, uint64_t attr)
+{
+	ST(d->start, start);
+	ST(d->end, end);
+	ST(d->attr, attr);
+}
+
+/* Insert a record before position p.  Returns the position it landed at, or
+ * an invalid position (b == UINT32_MAX) when memory ran out. */
+static struct pos insert_at(struct mmf_map *m, struct pos p, uint64_t start, uint64_t end,
+			    uint64_t attr)
+{
+	if (m->nblocks == 0) {
+		struct mmf_block *b = block_alloc(m);
+		if (!b)
+			goto full;
+		top_insert(m, 0, b);
+		p = (struct pos){0, 0};
+	} else if (p.b == m->nblocks) {
+		/* append at the very end: into the last block */
+		p.b = m->nblocks - 1;
+		p.i = m->top[p.b]->n;
+	}
+	struct mmf_block *b = m->top[p.b];
+	if (b->n == MMF_BLOCK_CAP) {
+		if (m->nblocks == MMF_TOP_CAP)
+			goto full;
+		struct mmf_block *nb = block_alloc(m);
+		if (!nb)
+			goto full;
+		uint32_t half = MMF_BLOCK_CAP / 2;
+		for (uint32_t k = half; k < MMF_BLOCK_CAP; k++)
+			slot_copy(&nb->s[k - half], &b->s[k]);
+		ST(nb->n, MMF_BLOCK_CAP - half);
+		top_insert(m, p.b + 1, nb);
+		ST(b->n, half);
+		if (p.i > half) {
+			p.b++;
+			p.i -= half;
+			b = nb;
+		}
+	}
+	for (uint32_t k = b->n; k > p.i; k--)
+		slot_copy(&b->s[k], &b->s[k - 1]);
+	slot_set(&b->s[p.i], start, end, attr);
+	ST(b->n, b->n + 1);
+	m->nrecs++;
+	return p;
+full:
+	ST(m->full, 1);
+	return (struct pos){UINT32_MAX, 0};
+}
+
+/* Delete the record at p; blocks that empty are released, small neighbours
+ * merged.  Returns the position of the record that followed it. */
+static struct pos delete_at(struct mmf_map *m, struct pos p)
+{
+	struct mmf_block *b = m->top[p.b];
+	for (uint32_t k = p.i; k + 1 < b->n; k++)
+		slot_copy(&b->s[k], &b->s[k + 1]);
+	ST(b->n, b->n - 1);
+	m->nrecs--;
+	if (b->n == 0) {
+		top_remove(m, p.b);
+		block_free(m, b);
+		return (struct pos){p.b, 0};
+	}
+	if (b->n < MMF_BLOCK_CAP / 4 && p.b + 1 < m->nblocks) {
+		struct mmf_block *nb = m->top[p.b + 1];
+		if (b->n + nb->n <= MMF_BLOCK_CAP * 3 / 4) {
+			for (uint32_t k = 0; k < nb->n; k++)
+				slot_copy(&b->s[b->n + k], &nb->s[k]);
+			ST(b->n, b->n + nb->n);
+			top_remove(m, p.b + 1);
+			block_free(m, nb);
+		}
+	}
+	if (p.i >= b->n)
+		return (struct pos){p.b + 1, 0};
+	return p;
+}
+
+/* Make addr a record boundary: split the record that strictly contains it. */
+static void split_at(struct mmf_map *m, uint64_t addr)
+{
+	struct pos p = wfind(m, addr);
+	if (!valid(m, p))
+		return;
+	struct slot *s = at(m, p);
+	if (s->start >= addr)
+		return;
+	uint64_t start = s->start, attr = s->attr;
+	ST(s->start, addr);
+	if (insert_at(m, p, start, addr, attr).b == UINT32_MAX) {
+		/* No room: drop the left part (only loses knowledge). */
+		return;
+	}
+}
+
+/* Merge touching records with equal attributes from the record before lo up
+ * to the record after hi. */
+static void coalesce(struct mmf_map *m, uint64_t lo, uint64_t hi)
+{
+	struct pos p = wfind(m, lo), q;
+	if (prev_pos(m, p, &q))
+		p = q;
+	while (valid(m, p)) {
+		struct slot *s = at(m, p);
+		if (s->start > hi)
+			break;
+		struct pos n = next_pos(m, p);
+		if (!valid(m, n))
+			break;
+		struct slot *t = at(m, n);
+		if (t->start == s->end && t->attr == s->attr) {
+			uint64_t end = t->end;
+			delete_at(m, n);
+			/* p may have moved if its block absorbed the next one; it
+			 * has not: deletion only shifts records after n. */
+			ST(at(m, p)->end, end);
+			continue;
+		}
+		p = n;
+	}
+}
+
+/* ---- writers ------------------------------------------------------------ */
+
+static void remove_range(struct mmf_map *m, uint64_t start, uint64_t end)
+{
+	split_at(m, start);
+	split_at(m, end);
+	struct pos p = wfind(m, start);
+	while (valid(m, p) && at(m, p)->start < end)
+		p = delete_at(m, p);
+}
+
+static void set_range(struct mmf_map *m, uint64_t start, uint64_t end, uint64_t attr)
+{
+	remove_range(m, start, end);
+	insert_at(m, wfind(m, start), start, end, attr);
+}
+
+void mmf_map_set(struct mmf_map *m, uint64_t start, uint64_t end, const struct mmf_attr *a)
+{
+	if (start >= end)
+		return;
+	wbegin(m);
+	set_range(m, start, end, pack(a));
+	coalesce(m, start, end);
+	wend(m);
+}
+
+void mmf_map_remove(struct mmf_map *m, uint64_t start, uint64_t end)
+{
+	if (start >= end)
+		return;
+	wbegin(m);
+	remove_range(m, start, end);
+	wend(m);
+}
+
+static struct mmf_attr apply_upd(struct mmf_attr a, const struct mmf_upd *u)
+{
+	if (u->fields & MMF_F_PROT)
+		a.prot = u->a.prot;
+	if (u->fields & MMF_F_LOCK)
+		a.lock = u->a.lock;
+	if (u->fields & MMF_F_OWNED)
+		a.owned = u->a.owned;
+	if (u->fields & MMF_F_SEALED)
+		a.sealed = u->a.sealed;
+	if (u->fields & MMF_F_PKEY)
+		a.pkey = u->a.pkey;
+	a.adv_known |= u->adv_set_mask | u->adv_clear_mask;
+	a.adv_set |= u->adv_set_mask;
+	a.adv_set &= (uint8_t)~u->adv_clear_mask;
+	a.adv_known &= (uint8_t)~u->adv_forget;
+	a.adv_set &= a.adv_known;
+	return a;
+}
+
+static void update_range(struct mmf_map *m, uint64_t start, uint64_t end,
+			 const struct mmf_upd *u, int forget)
+{
+	split_at(m, start);
+	split_at(m, end);
+	struct pos p = wfind(m, start);
+	struct mmf_attr unk = unknown_attr();
+	while (valid(m, p)) {
+		struct slot *s = at(m, p);
+		if (s->start >= end)
+			break;
+		struct mmf_attr a = forget ? unk : apply_upd(unpack(s->attr), u);
+		ST(s->attr, pack(&a));
+		p = next_pos(m, p);
+	}
+	coalesce(m, start, end);
+}
+
+void mmf_map_update(struct mmf_map *m, uint64_t start, uint64_t end, const struct mmf_upd *u)
+{
+	if (start >= end)
+		return;
+	wbegin(m);
+	update_range(m, start, end, u, 0);
+	wend(m);
+}
+
+void mmf_map_forget(struct mmf_map *m, uint64_t start, uint64_t end)
+{
+	if (start >= end)
+		return;
+	wbegin(m);
+	update_range(m, start, end, NULL, 1);
+	wend(m);
+}
+
+#define MOVE_MAX 256
+
+void mmf_map_move(struct mmf_map *m, uint64_t old, uint64_t oldlen, uint64_t new_,
+		  uint64_t newlen, int keep_old)
+{
+	struct slot buf[MOVE_MAX];
+	int nbuf = 0, overflow = 0, have_tail = 0;
+	uint64_t tail_attr = 0;
+	uint64_t n = oldlen < newlen ? oldlen : newlen;
+
+	wbegin(m);
+	for (struct pos p = wfind(m, old); valid(m, p); p = next_pos(m, p)) {
+		struct slot *s = at(m, p);
+		if (s->start >= old + n)
+			break;
+		if (nbuf == MOVE_MAX) {
+			overflow = 1;
+			break;
+		}
+		uint64_t a = s->start < old ? old : s->start;
+		uint64_t b = s->end > old + n ? old + n : s->end;
+		slot_set(&buf[nbuf++], a - old + new_, b - old + new_, s->attr);
+	}
+	if (newlen > oldlen && oldlen > 0) {
+		struct pos p = wfind(m, old + oldlen - 1);
+		if (valid(m, p) && at(m, p)->start <= old + oldlen - 1) {
+			have_tail = 1;
+			tail_attr = at(m, p)->attr;
+		}
+	}
+	if (!keep_old)
+		remove_range(m, old, old + oldlen);
+	remove_range(m, new_, new_ + newlen);
+	if (!overflow)
+		for (int i = 0; i < nbuf; i++)
+			insert_at(m, wfind(m, buf[i].start), buf[i].start, buf[i].end, buf[i].attr);
+	if (have_tail && !overflow)
+		insert_at(m, wfind(m, new_ + oldlen), new_ + oldlen, new_ + newlen, tail_attr);
+	coalesce(m, new_, new_ + newlen);
+	wend(m);
+}
+
+void mmf_map_fork_child(struct mmf_map *m)
+{
+	struct mmf_attr unk = unknown_attr();
+	wbegin(m);
+	struct pos p = {0, 0};
+	while (valid(m, p)) {
+		struct slot *s = at(m, p);
+		struct mmf_attr a = unpack(s->attr);
+		if ((a.adv_known & MMF_ADV_DONTFORK) && (a.adv_set & MMF_ADV_DONTFORK)) {
+			p = delete_at(m, p);
+			continue;
+		}
+		if (!(a.adv_known & MMF_ADV_DONTFORK))
+			a = unk;
+		a.lock = MMF_LOCK_NONE;
+		ST(s->attr, pack(&a));
+		p = next_pos(m, p);
+	}
+	coalesce(m, 0, UINT64_MAX);
+	wend(m);
+}
+
+/* ---- readers ------------------------------------------------------------ */
+
+#define READ_TRIES 64
+
+/* Reader-side search: first record with end > addr, all loads atomic and
+ * every index clamped, because a writer may be moving things under us. */
+static int rfind(const struct mmf_map *m, uint64_t addr, const struct mmf_block **bo,
+		 uint32_t *bi, uint32_t *io)
+{
+	struct mmf_block **top = m->top;
+	uint32_t nb = LD(m->nblocks);
+	if (nb > MMF_TOP_CAP)
+		return 0;
+	uint32_t lo = 0, hi = nb;
+	while (lo < hi) {
+		uint32_t mid = (lo + hi) / 2;
+		const struct mmf_block *b = LD(top[mid]);
+		if (!b)
+			return 0;
+		uint32_t n = LD(b->n);
+		if (n == 0 || n > MMF_BLOCK_CAP)
+			return 0;
+		if (LD(b->s[n - 1].end) > addr)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	if (lo >= nb)
+		return -1; /* past the last record */
+	const struct mmf_block *b = LD(top[lo]);
+	if (!b)
+		return 0;
+	uint32_t n = LD(b->n);
+	if (n == 0 || n > MMF_BLOCK_CAP)
+		return 0;
+	uint32_t l = 0, h = n;
+	while (l < h) {
+		uint32_t mid = (l + h) / 2;
+		if (LD(b->s[mid].end) > addr)
+			h = mid;
+		else
+			l = mid + 1;
+	}
+	if (l >= n)
+		return 0;
+	*bo = b;
+	*bi = lo;
+	*io = l;
+	return 1;
+}
+
+static int judge(struct mmf_attr a, const struct mmf_want *w)
+{
+	int ok;
+	switch (w->what) {
+	case MMF_Q_PROT:
+		ok = a.prot != MMF_UNKNOWN && a.prot == w->prot;
+		break;
+	case MMF_Q_PROT_PKEY:
+		ok = a.prot != MMF_UNKNOWN && a.prot == w->prot && a.pkey >= 0 &&
+		     a.pkey == w->pkey;
+		break;
+	case MMF_Q_LOCK:
+		ok = a.lock != MMF_UNKNOWN && a.lock == w->lock;
+		break;
+	case MMF_Q_ADV:
+		ok = (a.adv_known & w->adv_bit) &&
+		     (((a.adv_set & w->adv_bit) != 0) == (w->adv_val != 0));
+		break;
+	default:
+		ok = 0;
+	}
+	if (!ok || a.sealed == 1)
+		return MMF_CHANGE;
+	if (!a.owned || a.sealed == MMF_UNKNOWN)
+		return MMF_NOOP_UNPROVEN;
+	return MMF_NOOP_PROVEN;
+}
+
+static int check_once(const struct mmf_map *m, uint64_t start, uint64_t end,
+		      const struct mmf_want *w)
+{
+	const struct mmf_block *b;
+	uint32_t bi, i;
+	int r = rfind(m, start, &b, &bi, &i);
+	if (r <= 0)
+		return r < 0 ? MMF_CHANGE : MMF_BUSY;
+	int verdict = MMF_NOOP_PROVEN;
+	uint64_t cur = start;
+	for (;;) {
+		uint64_t s = LD(b->s[i].start), e = LD(b->s[i].end);
+		if (s > cur || e <= cur)
+			return MMF_CHANGE; /* a hole (or a torn read: seq decides) */
+		int v = judge(unpack(LD(b->s[i].attr)), w);
+		if (v > verdict)
+			verdict = v;
+		if (verdict == MMF_CHANGE || e >= end)
+			return verdict;
+		cur = e;
+		if (++i >= LD(b->n) || i >= MMF_BLOCK_CAP) {
+			uint32_t nb = LD(m->nblocks);
+			if (++bi >= nb || bi >= MMF_TOP_CAP)
+				return MMF_CHANGE;
+			b = LD(m->top[bi]);
+			if (!b)
+				return MMF_BUSY;
+			i = 0;
+			if (LD(b->n) == 0)
+				return MMF_BUSY;
+		}
+	}
+}
+
+int mmf_map_check(const struct mmf_map *m, uint64_t start, uint64_t end,
+		  const struct mmf_want *w)
+{
+	if (start >= end)
+		return MMF_CHANGE;
+	for (int t = 0; t < READ_TRIES; t++) {
+		uint32_t s1 = __atomic_load_n(&m->seq, __ATOMIC_ACQUIRE);
+		if (s1 & 1) {
+			cpu_relax();
+			continue;
+		}
+		int v = check_once(m, start, end, w);
+		if (LD(m->full) && v != MMF_CHANGE)
+			v = MMF_NOOP_UNPROVEN > v ? MMF_NOOP_UNPROVEN : v;
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (LD(m->seq) == s1 && v != MMF_BUSY)
+			return v;
+	}
+	return MMF_BUSY;
+}
+
+int mmf_map_lookup(const struct mmf_map *m, uint64_t addr, struct mmf_rec *out)
+{
+	for (int t = 0; t < READ_TRIES * 16; t++) {
+		uint32_t s1 = __atomic_load_n(&m->seq, __ATOMIC_ACQUIRE);
+		if (s1 & 1)
+			continue;
+		const struct mmf_block *b;
+		uint32_t bi, i;
+		int r = rfind(m, addr, &b, &bi, &i), found = 0;
+		if (r > 0) {
+			out->start = LD(b->s[i].start);
+			out->end = LD(b->s[i].end);
+			out->a = unpack(LD(b->s[i].attr));
+			found = out->start <= addr;
+		}
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (LD(m->seq) == s1 && r >= 0)
+			return found;
+	}
+	return 0;
+}
+
+/* ---- debugging ---------------------------------------------------------- */
+
+uint64_t mmf_map_count(const struct mmf_map *m) { return m->nrecs; }
+
+int mmf_map_walk(const struct mmf_map *m, int (*fn)(const struct mmf_rec *, void *),
+		 void *arg)
+{
+	for (uint32_t b = 0; b < m->nblocks; b++)
+		for (uint32_t i = 0; i < m->top[b]->n; i++) {
+			struct mmf_rec r = {m->top[b]->s[i].start, m->top[b]->s[i].end,
+					    unpack(m->top[b]->s[i].attr)};
+			int v = fn(&r, arg);
+			if (v)
+				return v;
+		}
+	return 0;
+}
+
+int mmf_map_validate(const struct mmf_map *m)
+{
+	uint64_t count = 0, prev_end = 0, prev_attr = 0;
+	int first = 1;
+	for (uint32_t b = 0; b < m->nblocks; b++) {
+		const struct mmf_block *bl = m->top[b];
+		if (!bl || bl->n == 0 || bl->n > MMF_BLOCK_CAP)
+			return __LINE__;
+		for (uint32_t i = 0; i < bl->n; i++) {
+			const struct slot *s = &bl->s[i];
+			if (s->start >= s->end)
+				return __LINE__;
+			if (!first && s->start < prev_end)
+				return __LINE__;
+			if (!first && s->start == prev_end && s->attr == prev_attr)
+				return __LINE__;
+			first = 0;
+			prev_end = s->end;
+			prev_attr = s->attr;
+			count++;
+		}
+	}
+	if (count != m->nrecs)
+		return __LINE__;
+	for (uint32_t b = m->nblocks; b < MMF_TOP_CAP && b < m->nblocks + 4; b++)
+		if (m->top[b])
+			return __LINE__;
+	return 0;
+}

@@ -1,0 +1,154 @@
+/* The shadow map: what mmfold knows about every address range it has seen.
+ *
+ * A two-level sorted structure (a B+tree of height two): a top array of
+ * block pointers ordered by address, each block a sorted array of up to
+ * MMF_BLOCK_CAP non-overlapping records.  Lookups are two binary searches.
+ * Memory comes from raw mmap system calls only (never malloc) and is never
+ * returned, so a reader holding a stale pointer still reads valid memory.
+ *
+ * Concurrency: one writer at a time (mmf_map_wlock), readers take no lock
+ * and validate with a sequence counter (seqlock); every shared field is read
+ * and written with relaxed atomics so torn reads are retried, never trusted.
+ * All functions are async-signal-safe; the writer lock is a leaf lock and
+ * must not be taken by a thread that already holds it (the engine checks). */
+#ifndef MMF_MAP_H
+#define MMF_MAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Field values meaning "not known". */
+#define MMF_UNKNOWN 0xffu
+
+/* mlock state of a range. */
+enum { MMF_LOCK_NONE = 0, MMF_LOCK_ON = 1, MMF_LOCK_ONFAULT = 2 };
+
+/* VMA flags set or cleared by madvise that mmfold tracks. */
+enum {
+	MMF_ADV_HUGEPAGE = 1u << 0,   /* MADV_HUGEPAGE   / cleared by NOHUGEPAGE */
+	MMF_ADV_NOHUGEPAGE = 1u << 1, /* MADV_NOHUGEPAGE / cleared by HUGEPAGE */
+	MMF_ADV_DONTFORK = 1u << 2,   /* MADV_DONTFORK   / MADV_DOFORK */
+	MMF_ADV_DONTDUMP = 1u << 3,   /* MADV_DONTDUMP   / MADV_DODUMP */
+	MMF_ADV_WIPEONFORK = 1u << 4, /* MADV_WIPEONFORK / MADV_KEEPONFORK */
+	MMF_ADV_ALL = 0x1f
+};
+
+/* What is known about one range.  prot, lock, sealed and pkey may be
+ * MMF_UNKNOWN (pkey: -1).  An advice bit means something only when it is
+ * set in adv_known.  owned: created through mmfold with every change since
+ * seen by it; only owned records may justify skipping a call. */
+struct mmf_attr {
+	uint8_t prot;   /* PROT_READ|PROT_WRITE|PROT_EXEC, or MMF_UNKNOWN */
+	uint8_t lock;   /* MMF_LOCK_*, or MMF_UNKNOWN */
+	uint8_t owned;  /* 1 owned, 0 observed */
+	uint8_t sealed; /* 0, 1, or MMF_UNKNOWN */
+	int16_t pkey;   /* protection key, -1 when unknown */
+	uint8_t adv_known;
+	uint8_t adv_set;
+};
+
+struct mmf_rec {
+	uint64_t start, end; /* [start, end), page aligned */
+	struct mmf_attr a;
+};
+
+/* An update applied to the existing records of a range (holes stay holes).
+ * Fields named in `fields` are replaced by the values in `a`; advice bits in
+ * adv_set_mask become known and set, in adv_clear_mask known and clear, in
+ * adv_forget unknown. */
+enum {
+	MMF_F_PROT = 1u << 0,
+	MMF_F_LOCK = 1u << 1,
+	MMF_F_OWNED = 1u << 2,
+	MMF_F_SEALED = 1u << 3,
+	MMF_F_PKEY = 1u << 4,
+};
+struct mmf_upd {
+	unsigned fields;
+	struct mmf_attr a;
+	uint8_t adv_set_mask, adv_clear_mask, adv_forget;
+};
+
+/* A question for the read path: does [start,end) already satisfy this? */
+enum { MMF_Q_PROT, MMF_Q_PROT_PKEY, MMF_Q_LOCK, MMF_Q_ADV };
+struct mmf_want {
+	int what;      /* MMF_Q_* */
+	uint8_t prot;  /* MMF_Q_PROT, MMF_Q_PROT_PKEY */
+	int16_t pkey;  /* MMF_Q_PROT_PKEY */
+	uint8_t lock;  /* MMF_Q_LOCK: MMF_LOCK_* */
+	uint8_t adv_bit, adv_val; /* MMF_Q_ADV: one MMF_ADV_* bit and 0/1 */
+};
+
+/* Answers of mmf_map_check, from the strongest. */
+enum {
+	MMF_NOOP_PROVEN = 0,  /* fully covered by owned, unsealed records that
+	                          already satisfy the request */
+	MMF_NOOP_UNPROVEN = 1, /* covered and satisfied, but some record is
+	                          observed (could be stale) or seal unknown */
+	MMF_CHANGE = 2,        /* something differs, is unknown or is a hole */
+	MMF_BUSY = 3,          /* the writer kept changing the map: no answer */
+};
+
+#define MMF_BLOCK_CAP 168 /* records per block: a block fits 4 KiB */
+#define MMF_TOP_CAP 16384 /* blocks: at least 688,128 records (blocks stay a quarter full) */
+
+struct mmf_block;
+struct mmf_map {
+	uint32_t seq;   /* seqlock: odd while a writer changes the map */
+	uint32_t lock;  /* writer lock: 0 free, 1 held, 2 held with waiters */
+	uint32_t nblocks;
+	uint32_t full;  /* set when capacity ran out: everything after is CHANGE */
+	uint64_t nrecs;
+	struct mmf_block *free_blocks;
+	struct mmf_block **top; /* MMF_TOP_CAP pointers, raw-mmap'd */
+};
+
+/* Set up an empty map.  Returns 0, or -errno when memory cannot be mapped. */
+int mmf_map_init(struct mmf_map *m);
+/* Return all blocks of m to its free list (keeps its memory). */
+void mmf_map_clear(struct mmf_map *m);
+
+/* The writer lock.  A plain futex lock, fair enough, async-signal-safe as
+ * long as the calling thread does not already hold it. */
+void mmf_map_wlock(struct mmf_map *m);
+void mmf_map_wunlock(struct mmf_map *m);
+int mmf_map_trywlock(struct mmf_map *m); /* 1 when taken */
+
+/* Writers: caller holds the writer lock.  start/end page aligned,
+ * start < end.  They never fail: when blocks run out the map sets `full`
+ * and forgets (drops) what it cannot store, which only loses skips. */
+void mmf_map_set(struct mmf_map *m, uint64_t start, uint64_t end,
+		 const struct mmf_attr *a);
+void mmf_map_remove(struct mmf_map *m, uint64_t start, uint64_t end);
+void mmf_map_update(struct mmf_map *m, uint64_t start, uint64_t end,
+		    const struct mmf_upd *u);
+/* mremap: records of [old, old+oldlen) move to [new, new+newlen); a tail
+ * beyond oldlen gets the attributes of the last old page (in-place growth
+ * extends that VMA) when it was known, else nothing is recorded there.
+ * The old range is removed unless keep_old (MREMAP_DONTUNMAP). */
+void mmf_map_move(struct mmf_map *m, uint64_t old, uint64_t oldlen,
+		  uint64_t new_, uint64_t newlen, int keep_old);
+/* Mark every record in the range observed and all its fields unknown. */
+void mmf_map_forget(struct mmf_map *m, uint64_t start, uint64_t end);
+/* After fork in the child: drop DONTFORK ranges, forget ranges whose
+ * DONTFORK state is unknown, clear every mlock state. */
+void mmf_map_fork_child(struct mmf_map *m);
+
+/* Readers: no lock.  Safe from signal handlers and concurrent with a
+ * writer on another thread. */
+int mmf_map_check(const struct mmf_map *m, uint64_t start, uint64_t end,
+		  const struct mmf_want *w);
+/* Copy the record containing addr into *out; 1 if found, 0 if in a hole. */
+int mmf_map_lookup(const struct mmf_map *m, uint64_t addr,
+		   struct mmf_rec *out);
+
+/* Debugging and tests (writer lock held or single-threaded). */
+uint64_t mmf_map_count(const struct mmf_map *m);
+/* Calls fn for each record in address order; stops when fn returns non-0. */
+int mmf_map_walk(const struct mmf_map *m,
+		 int (*fn)(const struct mmf_rec *r, void *arg), void *arg);
+/* Checks the invariants (sorted, non-overlapping, non-empty, adjacent
+ * equal records merged, counts consistent).  Returns 0 or a line number. */
+int mmf_map_validate(const struct mmf_map *m);
+
+#endif

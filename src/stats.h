@@ -1,0 +1,87 @@
+/* Counters: declared once here, kept per thread (no shared cache line on the
+ * hot path), merged when printed.  The merged snapshot taken while other
+ * threads still run may be off by the calls in flight. */
+#ifndef MMF_STATS_H
+#define MMF_STATS_H
+
+#include <stdint.h>
+
+#define MMF_KINDS(X)                                                           \
+	X(MMAP, "mmap") X(MUNMAP, "munmap") X(MREMAP, "mremap")                \
+	X(MPROTECT, "mprotect") X(PKEY_MPROTECT, "pkey_mprotect")              \
+	X(MADVISE, "madvise") X(PROCESS_MADVISE, "process_madvise")            \
+	X(MLOCK, "mlock") X(MUNLOCK, "munlock") X(MLOCKALL, "mlockall")        \
+	X(MUNLOCKALL, "munlockall") X(MSEAL, "mseal") X(BRK, "brk")            \
+	X(SHMAT, "shmat")
+
+/* calls: calls seen; forwarded: passed to the kernel; skipped: answered
+ * without a system call (in observe mode: would have been); unproven: looked
+ * redundant but concerned memory whose record could be stale; errors:
+ * failed calls; kernel_ns: time inside forwarded calls. */
+#define MMF_FIELDS(X)                                                          \
+	X(CALLS, "calls") X(FORWARDED, "forwarded") X(SKIPPED, "skipped")      \
+	X(UNPROVEN, "unproven") X(ERRORS, "errors") X(BYTES_ASKED, "bytes_asked") \
+	X(BYTES_KERNEL, "bytes_kernel") X(KERNEL_NS, "kernel_ns")
+
+enum {
+#define X(id, name) MMF_K_##id,
+	MMF_KINDS(X)
+#undef X
+	MMF_K_COUNT
+};
+enum {
+#define X(id, name) MMF_S_##id,
+	MMF_FIELDS(X)
+#undef X
+	MMF_S_COUNT
+};
+
+/* Process-wide events (rare, shared atomics). */
+#define MMF_EVENTS(X)                                                          \
+	X(REENTRY, "reentered")          /* calls from a signal handler or      \
+					    nested interposer while this thread \
+					    held the map: forwarded, forgotten */ \
+	X(VERIFY_CHECKS, "verify_checks") X(VERIFY_MISMATCH, "verify_mismatches") \
+	X(BUSY, "map_busy")               /* reader gave up: forwarded */       \
+	X(FORKS, "forks")
+
+enum {
+#define X(id, name, ...) MMF_E_##id,
+	MMF_EVENTS(X)
+#undef X
+	MMF_E_COUNT
+};
+
+struct mmf_tstats {
+	uint64_t v[MMF_K_COUNT][MMF_S_COUNT];
+};
+
+/* This thread's counters (allocated on first use; never NULL: falls back to
+ * a shared block when memory runs out).  Async-signal-safe. */
+struct mmf_tstats *mmf_stats_self(void);
+
+static inline void mmf_stat_add(struct mmf_tstats *t, int kind, int field, uint64_t n)
+{
+	uint64_t *p = &t->v[kind][field];
+	__atomic_store_n(p, __atomic_load_n(p, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+}
+
+void mmf_event(int e);
+
+/* Thread exit: fold this thread's counters into the retired totals. */
+void mmf_stats_thread_exit(void *block);
+/* In a forked child: start from zero, keep only the calling thread. */
+void mmf_stats_fork_child(void);
+/* Sum of every thread's counters and the retired ones. */
+void mmf_stats_snapshot(struct mmf_tstats *out, uint64_t ev[MMF_E_COUNT], uint32_t *threads);
+
+/* Names for output. */
+const char *mmf_kind_name(int k);
+const char *mmf_field_name(int f);
+const char *mmf_event_name(int e);
+
+/* Registers the pthread key used to see threads exit (call once, outside
+ * any allocator).  Returns 0 or an error number. */
+int mmf_stats_late_init(void);
+
+#endif

@@ -1,0 +1,161 @@
+/* MMFOLD_VERIFY: before a skip is taken, ask the kernel whether the range
+ * really is as the map says.  Protections come from the PROCMAP_QUERY ioctl
+ * (Linux 6.11+), everything else (and older kernels) from /proc/self/smaps.
+ * Slow by design: a debugging aid, never on by default. */
+#include <stdint.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+
+#include "engine.h"
+#include "sys.h"
+
+struct procmap_query_ {
+	uint64_t size, query_flags, query_addr, vma_start, vma_end, vma_flags, vma_page_size,
+		vma_offset, inode;
+	uint32_t dev_major, dev_minor, vma_name_size, build_id_size;
+	uint64_t vma_name_addr, build_id_addr;
+};
+#define PROCMAP_QUERY_ _IOWR('f', 17, struct procmap_query_)
+#define PMQ_R 1
+#define PMQ_W 2
+#define PMQ_X 4
+#define PMQ_COVERING_OR_NEXT 0x10
+
+/* 1 agree, 0 disagree, -1 unsupported. */
+static int verify_prot(int fd, uint64_t s, uint64_t e, int prot)
+{
+	for (uint64_t a = s; a < e;) {
+		struct procmap_query_ q;
+		memset(&q, 0, sizeof q);
+		q.size = sizeof q;
+		q.query_addr = a;
+		long r = mmf_sys6(SYS_ioctl, fd, (long)PROCMAP_QUERY_, (long)&q, 0, 0, 0);
+		if (r == -25 /* ENOTTY */ || r == -22)
+			return -1;
+		if (r != 0 || q.vma_start > a)
+			return 0; /* a hole */
+		int p = ((q.vma_flags & PMQ_R) ? PROT_READ : 0) |
+			((q.vma_flags & PMQ_W) ? PROT_WRITE : 0) |
+			((q.vma_flags & PMQ_X) ? PROT_EXEC : 0);
+		if (p != prot)
+			return 0;
+		a = q.vma_end;
+	}
+	return 1;
+}
+
+/* smaps: walk VMAs, for each one overlapping [s,e) check its VmFlags. */
+static int has_flag(const char *flags, const char *two)
+{
+	for (const char *p = flags; p[0] && p[1]; p++)
+		if ((p == flags || p[-1] == ' ') && p[0] == two[0] && p[1] == two[1] &&
+		    (p[2] == ' ' || p[2] == '\n' || !p[2]))
+			return 1;
+	return 0;
+}
+
+static uint64_t hex(const char **p)
+{
+	uint64_t v = 0;
+	for (;; (*p)++) {
+		char c = **p;
+		if (c >= '0' && c <= '9')
+			v = v * 16 + (uint64_t)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			v = v * 16 + (uint64_t)(c - 'a' + 10);
+		else
+			return v;
+	}
+}
+
+static int flags_ok(const char *f, const struct mmf_want *w)
+{
+	if (w->what == MMF_Q_LOCK) {
+		int lo = has_flag(f, "lo"), lf = has_flag(f, "lf");
+		int st = !lo ? MMF_LOCK_NONE : lf ? MMF_LOCK_ONFAULT : MMF_LOCK_ON;
+		return st == w->lock;
+	}
+	static const struct {
+		uint8_t bit;
+		const char *mn;
+	} m[] = {{MMF_ADV_HUGEPAGE, "hg"}, {MMF_ADV_NOHUGEPAGE, "nh"}, {MMF_ADV_DONTFORK, "dc"},
+		 {MMF_ADV_DONTDUMP, "dd"}, {MMF_ADV_WIPEONFORK, "wf"}};
+	for (unsigned i = 0; i < sizeof m / sizeof m[0]; i++)
+		if (m[i].bit == w->adv_bit)
+			return has_flag(f, m[i].mn) == (w->adv_val != 0);
+	return 0;
+}
+
+static int verify_smaps(uint64_t s, uint64_t e, const struct mmf_want *w)
+{
+	long fd = mmf_sys_open("/proc/self/smaps", 0, 0);
+	if (fd < 0)
+		return -1;
+	static char buf[65536]; /* only one verifier at a time: see below */
+	char line[1024];
+	size_t ll = 0;
+	uint64_t vs = 0, ve = 0, covered = s;
+	int ok = 1, in = 0;
+	for (;;) {
+		long n = mmf_sys_read((int)fd, buf, sizeof buf);
+		if (n <= 0)
+			break;
+		for (long i = 0; i < n; i++) {
+			char c = buf[i];
+			if (ll < sizeof line - 1)
+				line[ll++] = c;
+			if (c != '\n')
+				continue;
+			line[ll] = 0;
+			ll = 0;
+			const char *p = line;
+			if ((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')) {
+				uint64_t a = hex(&p);
+				if (*p == '-') {
+					p++;
+					vs = a;
+					ve = hex(&p);
+					in = ve > s && vs < e;
+					if (in) {
+						if (vs > covered)
+							ok = 0;
+						if (ve > covered)
+							covered = ve;
+					}
+					continue;
+				}
+			}
+			if (in && !strncmp(line, "VmFlags:", 8) && !flags_ok(line + 8, w))
+				ok = 0;
+		}
+	}
+	mmf_sys_close((int)fd);
+	return ok && covered >= e;
+}
+
+static int busy;
+
+int mmf_verify(uint64_t s, uint64_t e, const struct mmf_want *w)
+{
+	if (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
+		return -1;
+	int r = -1;
+	if (w->what == MMF_Q_PROT) {
+		long fd = mmf_sys_open("/proc/self/maps", 0, 0);
+		if (fd >= 0) {
+			r = verify_prot((int)fd, s, e, w->prot);
+			mmf_sys_close((int)fd);
+		}
+		if (r < 0) {
+			/* No PROCMAP_QUERY: smaps has the permissions too. */
+			struct mmf_want x = *w;
+			(void)x;
+		}
+	} else {
+		r = verify_smaps(s, e, w);
+	}
+	__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
+	return r;
+}
