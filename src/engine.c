@@ -57,6 +57,7 @@ static int init_state; /* 0 none, 1 running, 2 done, 3 failed (forward all) */
 static int mode = MMF_MODE_SAFE;
 static int verify;
 static int fini_done;
+static int tracing; /* MMFOLD_LOG=3 */
 
 /* Process facts that decide whether a skip may be trusted. */
 static int mdwe;          /* PR_SET_MDWE in force: W+X requests are checked */
@@ -161,6 +162,7 @@ void mmf_early_init(void)
 	if (mode == MMF_MODE_LAZY)
 		mode = MMF_MODE_SAFE;
 	verify = (int)cfg.v[MMF_OPT_VERIFY];
+	tracing = cfg.v[MMF_OPT_LOG] >= 3;
 	long pers = mmf_sys6(SYS_personality, 0xffffffff, 0, 0, 0, 0, 0);
 	rie = pers >= 0 && (pers & READ_IMPLIES_EXEC);
 	long md = mmf_sys6(SYS_prctl, PR_GET_MDWE, 0, 0, 0, 0, 0);
@@ -191,10 +193,13 @@ void mmf_late_init(void)
 
 /* ---- the writer section ------------------------------------------------- */
 
+/* in_write is set before the lock is taken: a signal handler that runs in
+ * between must not wait for a lock its own thread is about to hold. */
 static void wenter(void)
 {
-	mmf_map_wlock(&map);
 	in_write = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	mmf_map_wlock(&map);
 }
 
 static void drain(void)
@@ -305,7 +310,7 @@ static int question(const struct mmf_op *op, uint64_t *s, uint64_t *e, struct mm
 	switch (op->kind) {
 	case MMF_K_MPROTECT: {
 		int prot = (int)op->a[2];
-		if ((op->flags & MMF_OPF_PKEY) && op->a[3] != -1)
+		if ((op->flags & MMF_OPF_PKEY) && (int)op->a[3] != -1)
 			return 0; /* the kernel re-checks that the key is allocated */
 		if (prot & ~PROT_RWX || rie || prot == PROT_EXEC)
 			return 0; /* exec-only may pick a protection key */
@@ -326,7 +331,7 @@ static int question(const struct mmf_op *op, uint64_t *s, uint64_t *e, struct mm
 			{MADV_WIPEONFORK, MMF_ADV_WIPEONFORK, 1}, {MADV_KEEPONFORK, MMF_ADV_WIPEONFORK, 0},
 		};
 		for (unsigned i = 0; i < sizeof flags / sizeof flags[0]; i++)
-			if (flags[i].adv == op->a[2]) {
+			if (flags[i].adv == (int)op->a[2]) {
 				w->what = MMF_Q_ADV;
 				w->adv_bit = flags[i].bit;
 				w->adv_val = flags[i].val;
@@ -336,8 +341,8 @@ static int question(const struct mmf_op *op, uint64_t *s, uint64_t *e, struct mm
 	}
 	case MMF_K_MLOCK:
 	case MMF_K_MUNLOCK: {
-		long fl = (op->flags & MMF_OPF_MLOCK2) ? op->a[2] : 0;
-		if (fl & ~(long)MLOCK_ONFAULT)
+		int fl = (op->flags & MMF_OPF_MLOCK2) ? (int)op->a[2] : 0;
+		if (fl & ~MLOCK_ONFAULT)
 			return 0;
 		uint64_t a = (uint64_t)op->a[0] & ~(uint64_t)(page - 1);
 		uint64_t l = (uint64_t)op->a[1] + ((uint64_t)op->a[0] - a);
@@ -409,8 +414,15 @@ static void record_mremap(const struct mmf_op *op, long r)
 	uint64_t newlen = ((uint64_t)op->a[2] + page - 1) & ~(uint64_t)(page - 1);
 	int flags = (int)op->a[3];
 	if (is_err(r)) {
-		if (r != -EINVAL && !(old & (page - 1)) && old + oldlen > old)
-			mmf_map_forget(&map, old, old + oldlen);
+		/* A failed move can have unmapped the destination or moved
+		 * part of the source (a sealed VMA met midway): forget both. */
+		uint64_t s, e;
+		if (r == -EINVAL)
+			return;
+		if (!(old & (page - 1)) && old + oldlen > old)
+			mmf_map_forget(&map, old, old + (oldlen ? oldlen : page));
+		if ((flags & MREMAP_FIXED) && span((uint64_t)op->a[4], newlen ? newlen : page, &s, &e))
+			mmf_map_forget(&map, s, e);
 		return;
 	}
 	uint64_t nw = (uint64_t)r;
@@ -433,8 +445,12 @@ static void record(const struct mmf_op *op, long r)
 		record_mmap(op, r);
 		return;
 	case MMF_K_MUNMAP:
-		if (r == 0 && span((uint64_t)op->a[0], (uint64_t)op->a[1], &s, &e))
+		if (!span((uint64_t)op->a[0], (uint64_t)op->a[1], &s, &e))
+			return;
+		if (r == 0)
 			mmf_map_remove(&map, s, e);
+		else if (r != -EINVAL)
+			mmf_map_forget(&map, s, e); /* sealed: unchanged, but be sure */
 		return;
 	case MMF_K_MREMAP:
 		record_mremap(op, r);
@@ -459,9 +475,9 @@ static void record(const struct mmf_op *op, long r)
 		}
 		u.fields = MMF_F_PROT;
 		u.a.prot = (uint8_t)prot;
-		if ((op->flags & MMF_OPF_PKEY) && op->a[3] != -1) {
+		if ((op->flags & MMF_OPF_PKEY) && (int)op->a[3] != -1) {
 			u.fields |= MMF_F_PKEY;
-			u.a.pkey = (int16_t)op->a[3];
+			u.a.pkey = (int16_t)(int)op->a[3];
 		} else if (prot == PROT_EXEC) {
 			u.fields |= MMF_F_PKEY;
 			u.a.pkey = -1;
@@ -482,7 +498,7 @@ static void record(const struct mmf_op *op, long r)
 		if (!question(op, &s, &e, &w)) {
 			/* Advice that changes no tracked flag needs no record;
 			 * an advice this version does not know may. */
-			switch (op->a[2]) {
+			switch ((int)op->a[2]) {
 			case MADV_NORMAL: case MADV_RANDOM: case MADV_SEQUENTIAL:
 			case MADV_WILLNEED: case MADV_DONTNEED: case MADV_FREE:
 			case MADV_REMOVE: case MADV_MERGEABLE: case MADV_UNMERGEABLE:
@@ -516,8 +532,8 @@ static void record(const struct mmf_op *op, long r)
 			size_t len;
 		} *iov = (const void *)op->a[1];
 		long n = op->a[2];
-		if (!iov || n <= 0 || n > 1024)
-			return;
+		if (!iov || n <= 0 || n > 1024 || r == -EFAULT)
+			return; /* EFAULT: the vector was unreadable, nothing done */
 		u.adv_forget = MMF_ADV_ALL;
 		for (long i = 0; i < n; i++)
 			if (span((uint64_t)iov[i].base, iov[i].len, &s, &e))
@@ -542,7 +558,7 @@ static void record(const struct mmf_op *op, long r)
 		return;
 	}
 	case MMF_K_MLOCKALL: {
-		long fl = op->a[0];
+		int fl = (int)op->a[0];
 		u.fields = MMF_F_LOCK;
 		mlock_seen = 1;
 		if (r != 0) {
@@ -627,6 +643,26 @@ static void reentry_forget(const struct mmf_op *op, long r)
 	}
 }
 
+/* MMFOLD_LOG=3: one line per call (debugging). */
+static void trace(const struct mmf_op *op, const char *what, long r)
+{
+	char buf[256];
+	MMF_BUF(b, buf);
+	mmf_puts(&b, "mmfold: [");
+	mmf_puti(&b, mmf_sys_gettid());
+	mmf_puts(&b, "] ");
+	mmf_puts(&b, mmf_kind_name(op->kind));
+	for (int i = 0; i < 4; i++) {
+		mmf_putc(&b, i ? ',' : '(');
+		mmf_putx(&b, (uint64_t)op->a[i]);
+	}
+	mmf_puts(&b, ") ");
+	mmf_puts(&b, what);
+	mmf_puts(&b, " = ");
+	mmf_puti(&b, r);
+	mmf_log(3, buf);
+}
+
 /* ---- the entry point ---------------------------------------------------- */
 
 static long run_brk(struct mmf_op *op, struct mmf_tstats *t);
@@ -645,6 +681,8 @@ long mmf_run(struct mmf_op *op)
 			  k == MMF_K_SHMAT || k == MMF_K_PROCESS_MADVISE)
 				 ? 0
 				 : (uint64_t)op->a[k == MMF_K_MREMAP ? 2 : 1];
+	if (asked > (1ull << 47))
+		asked = 0; /* a bad length (the call fails): not a size */
 	mmf_stat_add(t, k, MMF_S_BYTES_ASKED, asked);
 
 	if (mode == MMF_MODE_OFF)
@@ -687,8 +725,11 @@ long mmf_run(struct mmf_op *op)
 		}
 		if (v == MMF_NOOP_PROVEN) {
 			mmf_stat_add(t, k, MMF_S_SKIPPED, 1);
-			if (mode == MMF_MODE_SAFE)
+			if (mode == MMF_MODE_SAFE) {
+				if (tracing)
+					trace(op, "skipped", 0);
 				return 0;
+			}
 		} else if (v == MMF_NOOP_UNPROVEN) {
 			mmf_stat_add(t, k, MMF_S_UNPROVEN, 1);
 		} else if (v == MMF_BUSY) {
@@ -696,7 +737,7 @@ long mmf_run(struct mmf_op *op)
 		}
 	} else if (k == MMF_K_MADVISE) {
 		/* Advice that changes no tracked flag: no record, no lock. */
-		switch (op->a[2]) {
+		switch ((int)op->a[2]) {
 		case MADV_DONTNEED: case MADV_FREE: case MADV_WILLNEED: case MADV_COLD:
 		case MADV_PAGEOUT: case MADV_NORMAL: case MADV_RANDOM: case MADV_SEQUENTIAL:
 		case MADV_REMOVE: case 22: case 23: case 24: case 25: case 102: case 103:
@@ -708,6 +749,8 @@ long mmf_run(struct mmf_op *op)
 	long r = forward(op, t, asked);
 	record(op, r);
 	wleave();
+	if (tracing)
+		trace(op, "forwarded", r);
 	return r;
 }
 

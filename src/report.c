@@ -15,10 +15,10 @@ static void text(struct mmf_buf *b, const struct mmf_tstats *s, const uint64_t *
 	mmf_puti(b, mmf_sys_getpid());
 	mmf_puts(b, ", mode ");
 	mmf_puts(b, mode_names[mmf_mode()]);
-	mmf_puts(b, ", threads with counters ");
+	mmf_puts(b, ", threads ");
 	mmf_putu(b, threads);
 	mmf_putc(b, '\n');
-	static const int w[MMF_S_COUNT] = {10, 10, 10, 10, 8, 15, 15, 11};
+	static const int w[MMF_S_COUNT] = {10, 10, 10, 9, 7, 16, 16, 11};
 	static const char *const head[MMF_S_COUNT] = {"calls",  "forwarded",   "skipped",
 						      "unproven", "errors",    "bytes asked",
 						      "bytes kernel", "kernel ms"};

@@ -11,7 +11,7 @@
 /* Per-thread blocks live in chunks of raw-mmap'd memory, never freed; a
  * block whose thread exited is zeroed and reused. */
 #define CHUNK_BLOCKS 64
-struct block {
+struct __attribute__((aligned(64))) block {
 	struct mmf_tstats t;
 	uint32_t used;
 };
@@ -24,6 +24,7 @@ static struct chunk *chunks;
 static struct mmf_tstats shared_block; /* when memory runs out */
 static struct mmf_tstats retired;
 static uint64_t events[MMF_E_COUNT];
+static uint32_t threads_seen;
 static __thread struct mmf_tstats *self __attribute__((tls_model("initial-exec")));
 static pthread_key_t exit_key;
 static int have_key;
@@ -78,6 +79,7 @@ struct mmf_tstats *mmf_stats_self(void)
 	if (t)
 		return t;
 	struct block *b = claim();
+	__atomic_fetch_add(&threads_seen, 1, __ATOMIC_RELAXED);
 	if (!b)
 		return &shared_block;
 	self = &b->t;
@@ -125,6 +127,7 @@ void mmf_stats_fork_child(void)
 	memset(&retired, 0, sizeof retired);
 	memset(&shared_block, 0, sizeof shared_block);
 	memset(events, 0, sizeof events);
+	threads_seen = self ? 1 : 0;
 	for (struct chunk *c = chunks; c; c = c->next)
 		for (int i = 0; i < CHUNK_BLOCKS; i++) {
 			memset(&c->b[i].t, 0, sizeof c->b[i].t);
@@ -136,17 +139,14 @@ void mmf_stats_fork_child(void)
 void mmf_stats_snapshot(struct mmf_tstats *out, uint64_t ev[MMF_E_COUNT], uint32_t *threads)
 {
 	memset(out, 0, sizeof *out);
-	uint32_t n = 0;
 	fold(out, &retired, 0);
 	fold(out, &shared_block, 0);
 	for (struct chunk *c = __atomic_load_n(&chunks, __ATOMIC_ACQUIRE); c; c = c->next)
 		for (int i = 0; i < CHUNK_BLOCKS; i++)
-			if (LD(c->b[i].used)) {
+			if (LD(c->b[i].used))
 				fold(out, &c->b[i].t, 0);
-				n++;
-			}
 	for (int e = 0; e < MMF_E_COUNT; e++)
 		ev[e] = LD(events[e]);
 	if (threads)
-		*threads = n;
+		*threads = LD(threads_seen);
 }
