@@ -82,9 +82,14 @@ $(UNIT_BIN): $(UNIT_SRC) $(ENGINE_SRC) $(HEADERS) tests/unit/suites.h | deps-che
 	$(CC) -std=gnu11 -D_GNU_SOURCE -Isrc $(WARN) $(CFLAGS) $(CHECK_CFLAGS) -o $@ \
 	  $(UNIT_SRC) $(ENGINE_SRC) $(CHECK_LIBS) -pthread
 
+PROGS := $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(wildcard tests/progs/*.c))
+$(BUILD)/progs/%: tests/progs/%.c
+	@mkdir -p $(BUILD)/progs
+	$(CC) -std=gnu11 $(WARN) -O2 -g -o $@ $< -pthread
+
 # The Check runner runs every suite: unit tests of src/ and the preload
 # tests (programs under LD_PRELOAD), so Check's summary line ends the run.
-check: deps-check $(LIB) $(UNIT_BIN) check-symbols
+check: deps-check $(LIB) $(UNIT_BIN) $(PROGS) check-symbols
 	MMFOLD_LIB=$(abspath $(LIB)) MMFOLD_BUILD=$(abspath $(BUILD)) CK_DEFAULT_TIMEOUT=300 \
 	  $(UNIT_BIN)
 

@@ -511,7 +511,11 @@ static void record(const struct mmf_op *op, long r)
 			return;
 		}
 		if (r != 0) {
+			/* A failure can be partial (a hole): forget the flag and
+			 * the one the kernel clears with it. */
 			u.adv_forget = w.adv_bit;
+			if (w.adv_bit & (MMF_ADV_HUGEPAGE | MMF_ADV_NOHUGEPAGE))
+				u.adv_forget = MMF_ADV_HUGEPAGE | MMF_ADV_NOHUGEPAGE;
 		} else if (w.adv_val) {
 			u.adv_set_mask = w.adv_bit;
 			if (w.adv_bit == MMF_ADV_HUGEPAGE)
