@@ -35,10 +35,14 @@ _Static_assert(sizeof(struct mmf_block) <= 4096, "a block fits a page");
 
 #define SLAB_BLOCKS 64
 
+/* Advice bits that are not known carry no meaning: cleared, so that equal
+ * knowledge packs to equal words and merges. */
 static uint64_t pack(const struct mmf_attr *a)
 {
+	struct mmf_attr n = *a;
 	uint64_t v;
-	memcpy(&v, a, sizeof v);
+	n.adv_set &= n.adv_known;
+	memcpy(&v, &n, sizeof v);
 	return v;
 }
 
@@ -519,7 +523,10 @@ void mmf_map_fork_child(struct mmf_map *m)
 
 /* ---- readers ------------------------------------------------------------ */
 
-#define READ_TRIES 64
+/* A reader retries while a writer is busy: up to READ_SPINS pauses in all
+ * (tens of microseconds; a writer's section is far shorter) before it
+ * gives up and the caller forwards. */
+#define READ_SPINS 20000
 
 /* Reader-side search: first record with end > addr, all loads atomic and
  * every index clamped, because a writer may be moving things under us. */
@@ -630,45 +637,66 @@ static int check_once(const struct mmf_map *m, uint64_t start, uint64_t end,
 	}
 }
 
+/* Waits for an even sequence number; 0 when the spin budget ran out. */
+static int read_begin(const struct mmf_map *m, uint32_t *seq, long *budget)
+{
+	for (;;) {
+		uint32_t s1 = __atomic_load_n(&m->seq, __ATOMIC_ACQUIRE);
+		if (!(s1 & 1)) {
+			*seq = s1;
+			return 1;
+		}
+		if (--*budget <= 0)
+			return 0;
+		cpu_relax();
+	}
+}
+
+static int read_end(const struct mmf_map *m, uint32_t seq)
+{
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	return LD(m->seq) == seq;
+}
+
 int mmf_map_check(const struct mmf_map *m, uint64_t start, uint64_t end,
 		  const struct mmf_want *w)
 {
 	if (start >= end)
 		return MMF_CHANGE;
-	for (int t = 0; t < READ_TRIES; t++) {
-		uint32_t s1 = __atomic_load_n(&m->seq, __ATOMIC_ACQUIRE);
-		if (s1 & 1) {
-			cpu_relax();
-			continue;
-		}
-		int v = check_once(m, start, end, w);
-		if (LD(m->full) && v != MMF_CHANGE)
-			v = MMF_NOOP_UNPROVEN > v ? MMF_NOOP_UNPROVEN : v;
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (LD(m->seq) == s1 && v != MMF_BUSY)
+	long budget = READ_SPINS;
+	uint32_t seq;
+	while (read_begin(m, &seq, &budget)) {
+		int v = LD(m->full) ? MMF_CHANGE : check_once(m, start, end, w);
+		if (read_end(m, seq) && v != MMF_BUSY)
 			return v;
+		if (--budget <= 0)
+			break;
 	}
 	return MMF_BUSY;
 }
 
 int mmf_map_lookup(const struct mmf_map *m, uint64_t addr, struct mmf_rec *out)
 {
-	for (int t = 0; t < READ_TRIES * 16; t++) {
-		uint32_t s1 = __atomic_load_n(&m->seq, __ATOMIC_ACQUIRE);
-		if (s1 & 1)
-			continue;
+	long budget = 1L << 40; /* tests and debugging only: wait as long as it takes */
+	uint32_t seq;
+	while (read_begin(m, &seq, &budget)) {
 		const struct mmf_block *b;
 		uint32_t bi, i;
-		int r = rfind(m, addr, &b, &bi, &i), found = 0;
-		if (r > 0) {
-			out->start = LD(b->s[i].start);
-			out->end = LD(b->s[i].end);
-			out->a = unpack(LD(b->s[i].attr));
-			found = out->start <= addr;
+		struct mmf_rec r = {0, 0, {0, 0, 0, 0, 0, 0, 0}};
+		int f = rfind(m, addr, &b, &bi, &i), found = 0;
+		if (f > 0) {
+			r.start = LD(b->s[i].start);
+			r.end = LD(b->s[i].end);
+			r.a = unpack(LD(b->s[i].attr));
+			found = r.start <= addr;
 		}
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		if (LD(m->seq) == s1 && r >= 0)
+		if (read_end(m, seq) && f >= 0) {
+			if (found)
+				*out = r;
 			return found;
+		}
+		if (read_end(m, seq) && f < 0)
+			return 0;
 	}
 	return 0;
 }

@@ -1,0 +1,411 @@
+/* Shared helpers for the mmfold behaviour tests (header-only, all static).
+ *
+ * Everything printed by these helpers is deterministic: addresses are shown
+ * as page indexes relative to an arena, never as absolute values. */
+#ifndef MMFOLD_TEST_COMMON_H
+#define MMFOLD_TEST_COMMON_H
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define PG 4096UL
+
+#ifndef SYS_mseal
+#define SYS_mseal 462
+#endif
+#ifndef PROT_SEM
+#define PROT_SEM 0x8 /* accepted by x86 mprotect, maps to no VMA flag */
+#endif
+#ifndef MADV_DONTNEED_LOCKED
+#define MADV_DONTNEED_LOCKED 24
+#endif
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102
+#define MADV_GUARD_REMOVE 103
+#endif
+
+static inline __attribute__((unused)) const char *ename(int e)
+{
+	if (e == 0)
+		return "0";
+	const char *s = strerrorname_np(e);
+	return s ? s : "E?";
+}
+
+/* ---- output: a growable text buffer written with write(2) ---- */
+
+struct obuf {
+	char *p;
+	size_t n, cap;
+};
+
+static __attribute__((unused)) void wr_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t k = write(fd, p, n);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			_exit(111);
+		}
+		p += k;
+		n -= (size_t)k;
+	}
+}
+
+static __attribute__((unused, format(printf, 2, 3))) void
+ob_printf(struct obuf *b, const char *fmt, ...)
+{
+	for (;;) {
+		va_list ap;
+		va_start(ap, fmt);
+		size_t room = b->cap - b->n;
+		int k = vsnprintf(b->p ? b->p + b->n : NULL, room, fmt, ap);
+		va_end(ap);
+		if (k < 0)
+			_exit(112);
+		if ((size_t)k < room) {
+			b->n += (size_t)k;
+			return;
+		}
+		size_t nc = b->cap ? b->cap * 2 : 65536;
+		while (nc - b->n <= (size_t)k)
+			nc *= 2;
+		char *np = realloc(b->p, nc);
+		if (!np)
+			_exit(113);
+		b->p = np;
+		b->cap = nc;
+	}
+}
+
+/* Write the buffer out, each line preceded by prefix, and empty it. */
+static __attribute__((unused)) void ob_flush(struct obuf *b, int fd,
+					     const char *prefix)
+{
+	size_t i = 0, pl = strlen(prefix);
+	while (i < b->n) {
+		char *e = memchr(b->p + i, '\n', b->n - i);
+		size_t end = e ? (size_t)(e - b->p) + 1 : b->n;
+		if (pl)
+			wr_all(fd, prefix, pl);
+		wr_all(fd, b->p + i, end - i);
+		i = end;
+	}
+	b->n = 0;
+}
+
+/* ---- deterministic random numbers (splitmix64) ---- */
+
+static inline __attribute__((unused)) uint64_t rnd64(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+static inline __attribute__((unused)) uint64_t rnd(uint64_t *s, uint64_t n)
+{
+	return n ? rnd64(s) % n : 0;
+}
+
+/* ---- fault guard: touch memory, survive SIGSEGV/SIGBUS ----
+ * Result codes: 0 ok, 'u' SEGV_MAPERR (nothing mapped), 'a' SEGV_ACCERR
+ * (mapped, access denied), 'b' SIGBUS. */
+
+static __thread sigjmp_buf fg_jb;
+static __thread volatile sig_atomic_t fg_on;
+static __thread volatile int fg_code;
+
+static void fg_handler(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	if (fg_on) {
+		fg_on = 0;
+		fg_code = sig == SIGBUS ? 'b' : si->si_code == SEGV_MAPERR ? 'u' : 'a';
+		siglongjmp(fg_jb, 1);
+	}
+	/* A fault outside a guarded access: die with the real signal. */
+	signal(sig, SIG_DFL);
+}
+
+static __attribute__((unused)) void fg_install(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = fg_handler;
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGSEGV, &sa, NULL);
+	sigaction(SIGBUS, &sa, NULL);
+}
+
+/* Read one byte into *out. */
+static __attribute__((unused, noinline)) int fg_read(const volatile char *p,
+						     char *out)
+{
+	if (sigsetjmp(fg_jb, 1))
+		return fg_code;
+	fg_on = 1;
+	*out = *p;
+	fg_on = 0;
+	return 0;
+}
+
+/* Read a byte and write the same byte back: probes writability without
+ * changing content. */
+static __attribute__((unused, noinline)) int fg_rewrite(volatile char *p)
+{
+	if (sigsetjmp(fg_jb, 1))
+		return fg_code;
+	fg_on = 1;
+	char c = *p;
+	*p = c;
+	fg_on = 0;
+	return 0;
+}
+
+static __attribute__((unused, noinline)) int
+fg_write(volatile char *p, const char *src, size_t n)
+{
+	if (sigsetjmp(fg_jb, 1))
+		return fg_code;
+	fg_on = 1;
+	for (size_t i = 0; i < n; i++)
+		p[i] = src[i];
+	fg_on = 0;
+	return 0;
+}
+
+/* FNV-1a over a (readable) page. */
+static __attribute__((unused, noinline)) int fg_sum(const volatile char *p,
+						    size_t n, uint32_t *out)
+{
+	if (sigsetjmp(fg_jb, 1))
+		return fg_code;
+	fg_on = 1;
+	uint32_t h = 2166136261u;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (uint8_t)p[i]) * 16777619u;
+	fg_on = 0;
+	*out = h;
+	return 0;
+}
+
+/* ---- per-page state from /proc/self/smaps ---- */
+
+struct pstate {
+	char perm[5];   /* "rw-p", or "...." when unmapped */
+	char flags[96]; /* VmFlags without the volatile ones */
+	int pkey;       /* ProtectionKey, -1 when the kernel does not show it */
+	char mc;        /* mincore: '1' resident, '0' not, 'u' unmapped */
+};
+
+static __attribute__((unused)) char *read_file(const char *path, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	size_t cap = 1 << 16, n = 0;
+	char *b = malloc(cap);
+	for (;;) {
+		if (cap - n < 4096) {
+			cap *= 2;
+			b = realloc(b, cap);
+		}
+		if (!b)
+			_exit(114);
+		ssize_t k = read(fd, b + n, cap - n - 1);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		n += (size_t)k;
+	}
+	close(fd);
+	b[n] = 0;
+	*len = n;
+	return b;
+}
+
+/* Flags that describe the VMA's meaning; "sd" (soft-dirty) is left out
+ * because it only records that the kernel created a VMA. */
+static int flag_kept(const char *f)
+{
+	return strncmp(f, "sd", 2) != 0;
+}
+
+/* Fill st[0..npages) for the pages at base.  Returns 0, -1 on error. */
+static __attribute__((unused)) int page_states(uintptr_t base, size_t npages,
+					       struct pstate *st)
+{
+	for (size_t i = 0; i < npages; i++) {
+		strcpy(st[i].perm, "....");
+		st[i].flags[0] = 0;
+		st[i].pkey = -1;
+		st[i].mc = 'u';
+	}
+	size_t len;
+	char *buf = read_file("/proc/self/smaps", &len);
+	if (!buf)
+		return -1;
+	uintptr_t end = base + npages * PG;
+	uintptr_t vs = 0, ve = 0;
+	int in = 0;
+	char perm[5] = "", flags[96] = "";
+	int pkey = -1;
+	char *line = buf;
+	while (line && *line) {
+		char *nl = strchr(line, '\n');
+		if (nl)
+			*nl = 0;
+		unsigned long a, b;
+		char pm[8];
+		if (sscanf(line, "%lx-%lx %4s ", &a, &b, pm) == 3 &&
+		    strchr(line, '-') < strchr(line, ' ')) {
+			vs = a;
+			ve = b;
+			in = vs < end && ve > base;
+			memcpy(perm, pm, 4);
+			perm[4] = 0;
+			flags[0] = 0;
+			pkey = -1;
+		} else if (in && strncmp(line, "ProtectionKey:", 14) == 0) {
+			pkey = atoi(line + 14);
+		} else if (in && strncmp(line, "VmFlags:", 8) == 0) {
+			char *save = NULL, *tok;
+			for (tok = strtok_r(line + 8, " ", &save); tok;
+			     tok = strtok_r(NULL, " ", &save)) {
+				if (!flag_kept(tok))
+					continue;
+				size_t fl = strlen(flags);
+				if (fl + strlen(tok) + 2 < sizeof flags)
+					sprintf(flags + fl, "%s%s", fl ? "," : "", tok);
+			}
+			/* VmFlags is the last field of a block, except
+			 * ProtectionKey which comes before it. */
+			for (uintptr_t p = vs < base ? base : vs; p < ve && p < end;
+			     p += PG) {
+				struct pstate *s = &st[(p - base) / PG];
+				memcpy(s->perm, perm, 5);
+				strcpy(s->flags, flags);
+				s->pkey = pkey;
+			}
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	free(buf);
+	for (size_t i = 0; i < npages; i++) {
+		unsigned char v = 0;
+		if (mincore((void *)(base + i * PG), PG, &v) == 0)
+			st[i].mc = (v & 1) ? '1' : '0';
+	}
+	return 0;
+}
+
+/* Print one line per page: smaps protection and flags, protection key,
+ * residency, then what touching it does (W writable, R read-only, a
+ * access error, u unmapped, b bus error) and a checksum of its content.
+ * Must run while nobody else changes the pages.  When save is not NULL it
+ * receives the npages states read from smaps. */
+static __attribute__((unused)) void probe_pages(struct obuf *o, const char *tag,
+						uintptr_t base, size_t npages,
+						struct pstate *save)
+{
+	struct pstate *st = calloc(npages, sizeof *st);
+	if (!st || page_states(base, npages, st) != 0) {
+		ob_printf(o, "%s: cannot read smaps\n", tag);
+		free(st);
+		return;
+	}
+	for (size_t i = 0; i < npages; i++) {
+		volatile char *p = (volatile char *)(base + i * PG);
+		char c;
+		int r = fg_read(p, &c), w = -1;
+		uint32_t sum = 0;
+		char what;
+		if (r) {
+			what = (char)r;
+		} else {
+			w = fg_rewrite(p);
+			what = w == 0 ? 'W' : w == 'a' ? 'R' : (char)w;
+			if (fg_sum(p, PG, &sum))
+				what = '?';
+		}
+		ob_printf(o, "%s p%03zu %s [%s] pk%d mc%c %c", tag, i, st[i].perm,
+			  st[i].flags, st[i].pkey, st[i].mc, what);
+		if (!r)
+			ob_printf(o, " %08x", sum);
+		ob_printf(o, "\n");
+	}
+	if (save)
+		memcpy(save, st, npages * sizeof *st);
+	free(st);
+}
+
+/* Reserve npages PROT_NONE at a fixed spot far below the usual mmap area,
+ * so no allocation made by anyone else (malloc, thread stacks, the
+ * library under test) can land in holes we punch later. */
+static __attribute__((unused)) uintptr_t reserve_arena(size_t npages)
+{
+	for (uintptr_t hint = 0x200000000000UL; hint < 0x300000000000UL;
+	     hint += 0x1000000000UL) {
+		void *p = mmap((void *)hint, npages * PG, PROT_NONE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+				       MAP_FIXED_NOREPLACE,
+			       -1, 0);
+		if (p == (void *)hint)
+			return hint;
+		if (p != MAP_FAILED)
+			munmap(p, npages * PG);
+	}
+	return 0;
+}
+
+static void watchdog_fire(int sig)
+{
+	(void)sig;
+	static const char m[] = "watchdog: timeout\n";
+	wr_all(2, m, sizeof m - 1);
+	wr_all(1, m, sizeof m - 1);
+	_exit(99);
+}
+
+/* alarm()-based watchdog: a hang ends the process with status 99. */
+static __attribute__((unused)) void watchdog(unsigned secs)
+{
+	signal(SIGALRM, watchdog_fire);
+	alarm(secs);
+}
+
+static __attribute__((unused)) const char *prot_name(int prot)
+{
+	static __thread char b[48];
+	if (prot == PROT_NONE)
+		return "NONE";
+	int k = 0;
+	b[0] = 0;
+	if (prot & PROT_READ)
+		k += sprintf(b + k, "R");
+	if (prot & PROT_WRITE)
+		k += sprintf(b + k, "W");
+	if (prot & PROT_EXEC)
+		k += sprintf(b + k, "X");
+	int rest = prot & ~(PROT_READ | PROT_WRITE | PROT_EXEC);
+	if (rest)
+		sprintf(b + k, "%s%#x", k ? "|" : "", rest);
+	return b;
+}
+
+#endif

@@ -1,0 +1,196 @@
+#!/bin/bash
+# Behaviour tests for the mmfold LD_PRELOAD library.
+#
+#   MMFOLD_LIB=/abs/path/libmmfold.so tests/preload/run.sh [TEST...]
+#
+# Env: MMFOLD_LIB (required), BUILD (default build/tests), CC (default gcc),
+#      WALK_SEEDS (default 20), WALK_STEPS (default 300).
+# Tests: walk walk-stats errno_matrix barrier ctor sigreentry broken
+# (default: all).  Each program runs without the library (reference) and
+# with it in modes off, safe and observe; stdout and exit status must be
+# identical (stderr too, except in observe mode).  Prints "PASS name" or
+# "FAIL name: reason (file)" per test, then "N passed, N failed".
+# Exit 0 all passed, 1 some failed, 77 no library.
+
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+CC=${CC:-gcc}
+BUILD=${BUILD:-$ROOT/build/tests}
+case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
+WALK_SEEDS=${WALK_SEEDS:-20}
+WALK_STEPS=${WALK_STEPS:-300}
+CFLAGS=(-O2 -g -Wall -Wextra -Werror -pthread)
+OUT=$BUILD/out
+unset LD_PRELOAD MMFOLD_MODE MMFOLD_STATS MMFOLD_STATS_FILE MMFOLD_STATS_FORMAT
+
+pass=0 fail=0
+ok() { echo "PASS $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL $1: $2"; fail=$((fail + 1)); }
+
+if [ -z "${MMFOLD_LIB:-}" ] || [ ! -f "$MMFOLD_LIB" ]; then
+	echo "skip: no library"
+	exit 77
+fi
+case $MMFOLD_LIB in /*) ;; *) MMFOLD_LIB=$PWD/$MMFOLD_LIB ;; esac
+
+mkdir -p "$BUILD" "$OUT" || exit 1
+rm -f "$OUT"/*
+
+build() {
+	local log=$OUT/build.log
+	{
+		"$CC" "${CFLAGS[@]}" -o "$BUILD/walk" "$HERE/walk.c" &&
+		"$CC" "${CFLAGS[@]}" -o "$BUILD/errno_matrix" "$HERE/errno_matrix.c" &&
+		"$CC" "${CFLAGS[@]}" -o "$BUILD/barrier" "$HERE/barrier.c" &&
+		"$CC" "${CFLAGS[@]}" -o "$BUILD/sigreentry" "$HERE/sigreentry.c" &&
+		"$CC" "${CFLAGS[@]}" -shared -fPIC -o "$BUILD/libctorlib.so" "$HERE/ctorlib.c" &&
+		"$CC" "${CFLAGS[@]}" -o "$BUILD/ctor_main" "$HERE/ctor_main.c" \
+			-L"$BUILD" -lctorlib -Wl,-rpath,"\$ORIGIN" &&
+		"$CC" "${CFLAGS[@]}" -shared -fPIC -o "$BUILD/broken.so" "$HERE/broken.c"
+	} >"$log" 2>&1
+}
+if ! build; then
+	bad build "compiler failed ($OUT/build.log)"
+	echo "$pass passed, $fail failed"
+	exit 1
+fi
+
+# run FILE MODE PROG [ARGS...]: MODE is ref (no preload), broken, or an
+# MMFOLD_MODE value.  FILE gets stdout, the exit status, then stderr.
+run() {
+	local file=$1 mode=$2
+	shift 2
+	local pre=()
+	case $mode in
+	ref) ;;
+	broken) pre=(env LD_PRELOAD="$BUILD/broken.so") ;;
+	*) pre=(env -u MMFOLD_LIB -u MMFOLD_BUILD LD_PRELOAD="$MMFOLD_LIB" MMFOLD_MODE="$mode") ;;
+	esac
+	local rc
+	# (the outer 2>/dev/null silences bash's "Segmentation fault" notes)
+	{ timeout -k 5 90 "${pre[@]}" "$@" >"$file" 2>"$file.stderr"; rc=$?; } 2>/dev/null
+	{
+		echo "## exit $rc"
+		echo "## stderr"
+		cat "$file.stderr"
+	} >>"$file"
+	rm -f "$file.stderr"
+	return 0
+}
+
+# same NAME REF OTHER MODE: compare; prints the diff path on mismatch.
+same() {
+	local ref=$2 other=$3 mode=$4 d=$OUT/$1.diff
+	if [ "$mode" = observe ]; then
+		diff <(sed '/^## stderr$/,$d' "$ref") <(sed '/^## stderr$/,$d' "$other") >"$d"
+	else
+		diff "$ref" "$other" >"$d"
+	fi && { rm -f "$d"; return 0; }
+	echo "$d"
+	return 1
+}
+
+exit_of() { sed -n 's/^## exit //p' "$1"; }
+
+# differential NAME PROG [ARGS...]: reference run must exit 0, then off,
+# safe and observe must match it.  Sets REASON on failure.
+differential() {
+	local name=$1
+	shift
+	run "$OUT/$name.ref" ref "$@"
+	local rc
+	rc=$(exit_of "$OUT/$name.ref")
+	if [ "$rc" != 0 ]; then
+		REASON="reference run exited $rc ($OUT/$name.ref)"
+		return 1
+	fi
+	local m d
+	for m in off safe observe; do
+		run "$OUT/$name.$m" "$m" "$@"
+		if ! d=$(same "$name.$m" "$OUT/$name.ref" "$OUT/$name.$m" "$m"); then
+			REASON="mode $m differs from no-preload run ($d)"
+			return 1
+		fi
+	done
+	return 0
+}
+
+t_walk() {
+	local s first='' seeds=''
+	for s in $(seq 1 "$WALK_SEEDS") 1001 1002; do
+		local steps=$WALK_STEPS
+		[ "$s" -gt 1000 ] && steps=$((WALK_STEPS * 5)) # two long walks
+		if ! differential "walk-$s" "$BUILD/walk" "$s" "$steps"; then
+			seeds="$seeds $s"
+			[ -z "$first" ] && first="seed $s: $REASON"
+		fi
+	done
+	if [ -n "$first" ]; then bad walk "failing seeds:$seeds; $first"; else ok walk; fi
+}
+
+t_walk_stats() {
+	local f=$OUT/walk-stats.json
+	rm -f "$f"
+	run "$OUT/walk-stats.out" ref "$BUILD/walk" 7 "$WALK_STEPS"
+	run "$OUT/walk-stats.safe" safe env MMFOLD_STATS=1 MMFOLD_STATS_FORMAT=json \
+		MMFOLD_STATS_FILE="$f" "$BUILD/walk" 7 "$WALK_STEPS"
+	local d
+	if ! d=$(same walk-stats "$OUT/walk-stats.out" "$OUT/walk-stats.safe" safe); then
+		bad walk-stats "output with MMFOLD_STATS=1 differs ($d)"
+		return
+	fi
+	if [ ! -s "$f" ]; then
+		bad walk-stats "no stats written ($f)"
+		return
+	fi
+	# One JSON object per line; add up kinds.mprotect.skipped.
+	local skipped
+	skipped=$(grep -o '"mprotect":{[^}]*}' "$f" | grep -o '"skipped":[0-9]*' |
+		cut -d: -f2 | awk '{s += $1} END {print s + 0}')
+	if ! grep -q '"mode":"safe"' "$f"; then
+		bad walk-stats "stats do not say mode safe ($f)"
+	elif [ "$skipped" -gt 0 ]; then
+		ok walk-stats
+	else
+		bad walk-stats "safe mode skipped no mprotect call ($f)"
+	fi
+}
+
+t_simple() { # NAME PROG [ARGS...]
+	local name=$1
+	if differential "$@"; then ok "$name"; else bad "$name" "$REASON"; fi
+}
+
+t_broken() {
+	# The walk must notice an interposer that skips mprotect(RW) calls.
+	local s caught=0
+	for s in 1 2 3; do
+		run "$OUT/broken-$s.off" off "$BUILD/walk" "$s" "$WALK_STEPS"
+		run "$OUT/broken-$s.broken" broken "$BUILD/walk" "$s" "$WALK_STEPS"
+		same "broken-$s" "$OUT/broken-$s.off" "$OUT/broken-$s.broken" broken >/dev/null ||
+			caught=$((caught + 1))
+	done
+	if [ $caught = 3 ]; then
+		ok broken
+	else
+		bad broken "walk missed the broken interposer in $((3 - caught)) of 3 seeds ($OUT/broken-*.broken)"
+	fi
+}
+
+tests=("$@")
+[ ${#tests[@]} = 0 ] && tests=(walk walk-stats errno_matrix barrier ctor sigreentry broken)
+for t in "${tests[@]}"; do
+	case $t in
+	walk) t_walk ;;
+	walk-stats) t_walk_stats ;;
+	errno_matrix) t_simple errno_matrix "$BUILD/errno_matrix" ;;
+	barrier) t_simple barrier "$BUILD/barrier" 1 ;;
+	ctor) t_simple ctor "$BUILD/ctor_main" ;;
+	sigreentry) t_simple sigreentry "$BUILD/sigreentry" ;;
+	broken) t_broken ;;
+	*) bad "$t" "unknown test" ;;
+	esac
+done
+echo "$pass passed, $fail failed"
+[ $fail = 0 ]

@@ -1,0 +1,238 @@
+/* sigreentry — memory-management calls from signal handlers that interrupt
+ * the same calls.
+ *
+ * The main thread loops over mprotect/pkey_mprotect/mmap/munmap/madvise on
+ * region B while a signal handler changes region A (mprotect, a redundant
+ * mprotect, mmap MAP_FIXED) and also re-applies the protection that region
+ * B's chunk 3 always has.  Three phases: SIGALRM from a fast ITIMER_REAL,
+ * SIGUSR1 sent by another thread, SIGPROF from ITIMER_PROF.  At the end the
+ * protection of every chunk must be what the last successful call asked
+ * for, and writable chunks must hold what was last written.  A hang (e.g.
+ * a lock taken again from the handler) is caught by the watchdog thread;
+ * SIGALRM itself is the signal under test, so alarm() is not used. */
+#include "common.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/time.h>
+#include <time.h>
+
+#define CH 4       /* chunks per region */
+#define CHPG 4     /* pages per chunk */
+#define ITER 60000 /* main-loop iterations per phase */
+
+static uintptr_t A, B;
+static volatile int lastA[CH], lastB[CH];
+static volatile sig_atomic_t nsig, hbad, armed;
+static volatile uint64_t wroteA[CH];
+static atomic_int sender_stop;
+
+static uintptr_t chunk(uintptr_t r, int c)
+{
+	return r + (uintptr_t)c * CHPG * PG;
+}
+
+static void handler(int sig)
+{
+	(void)sig;
+	if (!armed)
+		return;
+	int saved = errno;
+	unsigned n = (unsigned)nsig++;
+	int c = (int)(n % CH);
+	uintptr_t a = chunk(A, c);
+	switch ((n / CH) % 4) {
+	case 0:
+		hbad |= mprotect((void *)a, CHPG * PG, PROT_READ) != 0;
+		lastA[c] = PROT_READ;
+		break;
+	case 1: /* again, redundant unless case 0 was skipped by a race */
+		hbad |= syscall(SYS_mprotect, a, CHPG * PG, lastA[c]) != 0;
+		break;
+	case 2:
+		hbad |= pkey_mprotect((void *)a, CHPG * PG, PROT_READ | PROT_WRITE, -1) != 0;
+		lastA[c] = PROT_READ | PROT_WRITE;
+		break;
+	case 3:
+		hbad |= mmap((void *)a, CHPG * PG, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != (void *)a;
+		hbad |= mprotect((void *)a, CHPG * PG, PROT_READ | PROT_WRITE) != 0;
+		lastA[c] = PROT_READ | PROT_WRITE;
+		wroteA[c] = 0;
+		break;
+	}
+	if (lastA[c] & PROT_WRITE) { /* must not fault */
+		*(volatile uint64_t *)a = n + 1;
+		wroteA[c] = n + 1;
+	}
+	/* Chunk 3 of B is always RW; the main loop says so too. */
+	hbad |= mprotect((void *)chunk(B, 3), CHPG * PG, PROT_READ | PROT_WRITE) != 0;
+	errno = saved;
+}
+
+static long main_loop(uint64_t seed)
+{
+	long bad = 0;
+	uint64_t s = seed;
+	for (int i = 0; i < ITER; i++) {
+		int c = (int)rnd(&s, 3); /* chunks 0-2; 3 is the shared one */
+		uintptr_t a = chunk(B, c);
+		int prot = rnd(&s, 2) ? PROT_READ : PROT_READ | PROT_WRITE;
+		switch (rnd(&s, 6)) {
+		case 0:
+			bad += mprotect((void *)a, CHPG * PG, prot) != 0;
+			lastB[c] = prot;
+			break;
+		case 1:
+			bad += syscall(SYS_mprotect, a, CHPG * PG, lastB[c]) != 0;
+			break;
+		case 2:
+			bad += mmap((void *)a, CHPG * PG, prot,
+				    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != (void *)a;
+			lastB[c] = prot;
+			break;
+		case 3:
+			bad += munmap((void *)a, PG) != 0;
+			bad += mmap((void *)a, PG, lastB[c],
+				    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != (void *)a;
+			break;
+		case 4:
+			bad += madvise((void *)a, CHPG * PG, rnd(&s, 2) ? MADV_DONTDUMP : MADV_DODUMP) != 0;
+			break;
+		case 5:
+			bad += mprotect((void *)chunk(B, 3), CHPG * PG, PROT_READ | PROT_WRITE) != 0;
+			break;
+		}
+		if (lastB[c] & PROT_WRITE)
+			*(volatile int *)(a + PG) = i; /* must not fault */
+	}
+	return bad;
+}
+
+static void *sender(void *arg)
+{
+	pthread_t target = *(pthread_t *)arg;
+	struct timespec ts = { 0, 20000 };
+	while (!atomic_load(&sender_stop)) {
+		pthread_kill(target, SIGUSR1);
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+static void *watchdog_thread(void *arg)
+{
+	(void)arg;
+	sleep(60);
+	static const char m[] = "watchdog: timeout\n";
+	wr_all(1, m, sizeof m - 1);
+	_exit(99);
+}
+
+/* Compare the protection of each chunk with what was asked last. */
+static int check(const char *phase)
+{
+	struct pstate st[2 * CH * CHPG];
+	int bad = 0;
+	page_states(A, CH * CHPG, st);
+	page_states(B, CH * CHPG, st + CH * CHPG);
+	for (int r = 0; r < 2; r++)
+		for (int c = 0; c < CH; c++) {
+			int want = r == 0 ? lastA[c] : c == 3 ? PROT_READ | PROT_WRITE : lastB[c];
+			const char *exp = want & PROT_WRITE ? "rw-p" : "r--p";
+			for (int p = 0; p < CHPG; p++) {
+				const char *got = st[(r * CH + c) * CHPG + p].perm;
+				if (strcmp(got, exp) != 0 && bad++ < 5)
+					printf("%s: region %c chunk %d page %d is %s, expected %s\n",
+					       phase, "AB"[r], c, p, got, exp);
+			}
+			if (r == 0 && (lastA[c] & PROT_WRITE) &&
+			    *(volatile uint64_t *)chunk(A, c) != wroteA[c] && bad++ < 5)
+				printf("%s: region A chunk %d lost its content\n", phase, c);
+		}
+	return bad;
+}
+
+static void reset(void)
+{
+	for (int c = 0; c < CH; c++) {
+		mprotect((void *)chunk(A, c), CHPG * PG, PROT_READ);
+		mprotect((void *)chunk(B, c), CHPG * PG, c == 3 ? PROT_READ | PROT_WRITE : PROT_READ);
+		lastA[c] = lastB[c] = PROT_READ;
+		wroteA[c] = 0;
+	}
+	nsig = 0;
+	hbad = 0;
+}
+
+int main(void)
+{
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	pthread_t wd;
+	pthread_create(&wd, NULL, watchdog_thread, NULL); /* inherits the block */
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+
+	uintptr_t base = reserve_arena(2 * CH * CHPG + 1);
+	if (!base) {
+		printf("cannot reserve arena\n");
+		return 1;
+	}
+	A = base;
+	B = base + (CH * CHPG + 1) * PG;
+	mmap((void *)A, CH * CHPG * PG, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	mmap((void *)B, CH * CHPG * PG, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = handler;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGALRM, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGPROF, &sa, NULL);
+
+	static const struct { const char *name; int sig; } phases[] = {
+		{ "SIGALRM/ITIMER_REAL", SIGALRM },
+		{ "SIGUSR1/pthread_kill", SIGUSR1 },
+		{ "SIGPROF/ITIMER_PROF", SIGPROF },
+	};
+	int failed = 0;
+	for (unsigned ph = 0; ph < 3; ph++) {
+		reset();
+		sigset_t one;
+		sigemptyset(&one);
+		sigaddset(&one, phases[ph].sig);
+		struct itimerval it = { { 0, 50 }, { 0, 50 } };
+		pthread_t snd, self = pthread_self();
+		armed = 1;
+		if (phases[ph].sig == SIGALRM)
+			setitimer(ITIMER_REAL, &it, NULL);
+		else if (phases[ph].sig == SIGPROF)
+			setitimer(ITIMER_PROF, &it, NULL);
+		else {
+			atomic_store(&sender_stop, 0);
+			pthread_create(&snd, NULL, sender, &self);
+		}
+		long bad = main_loop(1000 + ph);
+		struct itimerval off = { { 0, 0 }, { 0, 0 } };
+		if (phases[ph].sig == SIGUSR1) {
+			atomic_store(&sender_stop, 1);
+			pthread_join(snd, NULL);
+		} else {
+			setitimer(phases[ph].sig == SIGALRM ? ITIMER_REAL : ITIMER_PROF, &off, NULL);
+		}
+		/* No handler may run while we look. */
+		pthread_sigmask(SIG_BLOCK, &one, NULL);
+		armed = 0;
+		int cb = check(phases[ph].name);
+		printf("%s: handler ran %s, main-loop errors %ld, handler errors %d, state %s\n",
+		       phases[ph].name, nsig > 0 ? "yes" : "NO", bad, (int)hbad,
+		       cb ? "WRONG" : "ok");
+		failed |= nsig == 0 || bad || hbad || cb;
+		pthread_sigmask(SIG_UNBLOCK, &one, NULL);
+	}
+	printf("sigreentry %s\n", failed ? "FAILED" : "ok");
+	return failed;
+}
