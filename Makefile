@@ -3,6 +3,7 @@
 # Run as root on Debian, missing packages are installed with apt-get;
 # otherwise the exact command to run is printed.
 
+SHELL    := /bin/bash
 VERSION  := 0.1.0
 PREFIX   ?= /usr/local
 LIBDIR   ?= $(PREFIX)/lib
@@ -12,7 +13,7 @@ CC       ?= gcc
 PKG_CONFIG ?= pkg-config
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
-CFLAGS   ?= -O2 -g
+CFLAGS   ?= -O2 -g -flto=auto
 BASEFLAGS := -std=gnu11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -fno-strict-aliasing \
 	     -fno-stack-protector -ftls-model=initial-exec $(WARN)
 LIBFLAGS := -shared -Wl,--version-script=preload/libmmfold.map -Wl,-z,now -Wl,-z,relro \
@@ -125,7 +126,7 @@ asan: deps-check
 	CK_FORK=no CK_RUN_SUITE=config $(BUILD)/asan/check_mmfold
 
 tsan: deps-check
-	$(MAKE) --no-print-directory BUILD=$(BUILD)/tsan CFLAGS="-O1 -g -fsanitize=thread" \
+	$(MAKE) --no-print-directory BUILD=$(BUILD)/tsan CFLAGS="-O1 -g -fsanitize=thread -Wno-tsan" \
 	  $(BUILD)/tsan/check_mmfold
 	CK_FORK=no CK_RUN_SUITE=map TSAN_OPTIONS=halt_on_error=1 $(BUILD)/tsan/check_mmfold
 

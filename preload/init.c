@@ -10,7 +10,7 @@ static void child(void) { mmf_atfork_child(); }
 
 __attribute__((constructor(101))) static void mmf_ctor(void)
 {
-	mmf_next_ready();
+	mmf_next_resolve();
 	mmf_late_init();
 	pthread_atfork(prepare, parent, child);
 }

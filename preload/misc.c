@@ -5,7 +5,26 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
+#include <dlfcn.h>
+
 #include "next.h"
+
+/* brk and sbrk must go through glibc (it caches the break), also before
+ * mmfold's constructor looked its symbols up: they exist in every glibc,
+ * so this dlsym cannot fail (and so does not allocate). */
+static int (*early_brk)(void *);
+static void *(*early_sbrk)(intptr_t);
+
+static int have_brk(void)
+{
+	if (mmf_next_ready())
+		return mmf_next.brk && mmf_next.sbrk;
+	if (!early_brk)
+		early_brk = (int (*)(void *))dlsym(RTLD_NEXT, "brk");
+	if (!early_sbrk)
+		early_sbrk = (void *(*)(intptr_t))dlsym(RTLD_NEXT, "sbrk");
+	return early_brk && early_sbrk;
+}
 
 static long fwd_brk(const struct mmf_op *o)
 {
@@ -13,17 +32,17 @@ static long fwd_brk(const struct mmf_op *o)
 		return mmf_next_ready() && mmf_next.syscall
 			       ? mmf_next.syscall(SYS_brk, o->a[0])
 			       : mmf_sys6(SYS_brk, o->a[0], 0, 0, 0, 0, 0);
-	if (!mmf_next_ready())
-		return -ENOSYS; /* not reached: see brk() */
+	int (*b)(void *) = mmf_next_ready() ? mmf_next.brk : early_brk;
+	void *(*sb)(intptr_t) = mmf_next_ready() ? mmf_next.sbrk : early_sbrk;
 	if (o->a[1])
-		return MMF_KRET_PTR(mmf_next.sbrk ? mmf_next.sbrk((intptr_t)o->a[0]) : MAP_FAILED);
-	return MMF_KRET(mmf_next.brk ? mmf_next.brk((void *)o->a[0]) : -1);
+		return MMF_KRET_PTR(sb((intptr_t)o->a[0]));
+	return MMF_KRET(b((void *)o->a[0]));
 }
 
 MMF_EXPORT int brk(void *addr)
 {
-	if (!mmf_next_ready() || !mmf_next.brk) {
-		errno = ENOMEM; /* only while mmfold looks its own symbols up */
+	if (!have_brk()) {
+		errno = ENOMEM; /* no brk in this libc */
 		return -1;
 	}
 	struct mmf_op op = {.kind = MMF_K_BRK, .a = {(long)addr, 0}, .fwd = fwd_brk};
@@ -32,7 +51,7 @@ MMF_EXPORT int brk(void *addr)
 
 MMF_EXPORT void *sbrk(intptr_t inc)
 {
-	if (!mmf_next_ready() || !mmf_next.sbrk) {
+	if (!have_brk()) {
 		errno = ENOMEM;
 		return (void *)-1;
 	}

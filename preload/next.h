@@ -46,9 +46,11 @@ struct mmf_next {
 
 extern struct mmf_next mmf_next;
 
-/* Makes sure the next symbols are looked up (once).  Returns 1 when they
- * are usable, 0 while the lookup is in progress (use raw calls). */
+/* 1 once the next symbols are known (after mmfold's constructor started);
+ * before that wrappers make raw system calls. */
 int mmf_next_ready(void);
+/* Looks the next symbols up; called once, from the constructor. */
+void mmf_next_resolve(void);
 
 /* Converts a libc-style result (-1 and errno) to the kernel's (-errno). */
 #define MMF_KRET(expr)                                                         \

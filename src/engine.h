@@ -65,5 +65,7 @@ void mmf_log(int level, const char *line);
  * kernel's view agrees with a skip decision, 0 when it does not, -1 when
  * it cannot tell. */
 int mmf_verify(uint64_t start, uint64_t end, const struct mmf_want *w);
+/* The same from /proc/self/smaps only (what kernels before 6.11 get). */
+int mmf_verify_smaps(uint64_t start, uint64_t end, const struct mmf_want *w);
 
 #endif

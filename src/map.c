@@ -421,30 +421,84 @@ static struct mmf_attr apply_upd(struct mmf_attr a, const struct mmf_upd *u)
 	return a;
 }
 
-static void update_range(struct mmf_map *m, uint64_t start, uint64_t end,
-			 const struct mmf_upd *u, int forget)
+/* Returns 1 when some part of [start,end) has no record. */
+static int update_range(struct mmf_map *m, uint64_t start, uint64_t end,
+			const struct mmf_upd *u, int forget)
 {
 	split_at(m, start);
 	split_at(m, end);
 	struct pos p = wfind(m, start);
 	struct mmf_attr unk = unknown_attr();
+	uint64_t cur = start;
+	int holes = 0;
 	while (valid(m, p)) {
 		struct slot *s = at(m, p);
 		if (s->start >= end)
 			break;
+		if (s->start > cur)
+			holes = 1;
+		cur = s->end;
 		struct mmf_attr a = forget ? unk : apply_upd(unpack(s->attr), u);
 		ST(s->attr, pack(&a));
 		p = next_pos(m, p);
 	}
 	coalesce(m, start, end);
+	return holes || cur < end;
 }
 
-void mmf_map_update(struct mmf_map *m, uint64_t start, uint64_t end, const struct mmf_upd *u)
+int mmf_map_update(struct mmf_map *m, uint64_t start, uint64_t end, const struct mmf_upd *u)
+{
+	if (start >= end)
+		return 0;
+	/* Fast path: the range is exactly one record and stays distinct from
+	 * its neighbours (a page flipping between two protections).  One
+	 * atomic store of the attribute word: readers see the old or the new
+	 * value, both whole, so the sequence counter need not move. */
+	struct pos p = wfind(m, start);
+	if (valid(m, p)) {
+		struct slot *sl = at(m, p);
+		if (sl->start == start && sl->end == end) {
+			struct mmf_attr na = apply_upd(unpack(sl->attr), u);
+			uint64_t nv = pack(&na);
+			if (nv == sl->attr)
+				return 0;
+			struct pos q, n = next_pos(m, p);
+			int merge = (prev_pos(m, p, &q) && at(m, q)->end == start && at(m, q)->attr == nv) ||
+				    (valid(m, n) && at(m, n)->start == end && at(m, n)->attr == nv);
+			if (!merge) {
+				ST(sl->attr, nv);
+				return 0;
+			}
+		}
+	}
+	wbegin(m);
+	int holes = update_range(m, start, end, u, 0);
+	wend(m);
+	return holes;
+}
+
+void mmf_map_fill(struct mmf_map *m, uint64_t start, uint64_t end, const struct mmf_attr *a)
 {
 	if (start >= end)
 		return;
+	uint64_t v = pack(a), cur = start;
 	wbegin(m);
-	update_range(m, start, end, u, 0);
+	while (cur < end) {
+		struct pos p = wfind(m, cur);
+		if (!valid(m, p) || at(m, p)->start >= end) {
+			insert_at(m, p, cur, end, v);
+			break;
+		}
+		if (at(m, p)->start > cur) {
+			uint64_t hole_end = at(m, p)->start;
+			if (insert_at(m, p, cur, hole_end, v).b == UINT32_MAX)
+				break;
+			cur = hole_end;
+			continue;
+		}
+		cur = at(m, p)->end;
+	}
+	coalesce(m, start, end);
 	wend(m);
 }
 
@@ -453,7 +507,7 @@ void mmf_map_forget(struct mmf_map *m, uint64_t start, uint64_t end)
 	if (start >= end)
 		return;
 	wbegin(m);
-	update_range(m, start, end, NULL, 1);
+	(void)update_range(m, start, end, NULL, 1);
 	wend(m);
 }
 

@@ -120,8 +120,14 @@ int mmf_map_trywlock(struct mmf_map *m); /* 1 when taken */
 void mmf_map_set(struct mmf_map *m, uint64_t start, uint64_t end,
 		 const struct mmf_attr *a);
 void mmf_map_remove(struct mmf_map *m, uint64_t start, uint64_t end);
-void mmf_map_update(struct mmf_map *m, uint64_t start, uint64_t end,
-		    const struct mmf_upd *u);
+/* Returns 1 when part of the range had no record (a hole the update could
+ * not reach), else 0. */
+int mmf_map_update(struct mmf_map *m, uint64_t start, uint64_t end,
+		   const struct mmf_upd *u);
+/* Records a in every hole of [start,end); existing records are untouched.
+ * For learning about memory mmfold did not map (a = observed). */
+void mmf_map_fill(struct mmf_map *m, uint64_t start, uint64_t end,
+		  const struct mmf_attr *a);
 /* mremap: records of [old, old+oldlen) move to [new, new+newlen); a tail
  * beyond oldlen gets the attributes of the last old page (in-place growth
  * extends that VMA) when it was known, else nothing is recorded there.

@@ -88,7 +88,7 @@ static int flags_ok(const char *f, const struct mmf_want *w)
 	return 0;
 }
 
-static int verify_smaps(uint64_t s, uint64_t e, const struct mmf_want *w)
+int mmf_verify_smaps(uint64_t s, uint64_t e, const struct mmf_want *w)
 {
 	long fd = mmf_sys_open("/proc/self/smaps", 0, 0);
 	if (fd < 0)
@@ -157,9 +157,9 @@ int mmf_verify(uint64_t s, uint64_t e, const struct mmf_want *w)
 			mmf_sys_close((int)fd);
 		}
 		if (r < 0) /* no PROCMAP_QUERY (before 6.11): smaps has them too */
-			r = verify_smaps(s, e, w);
+			r = mmf_verify_smaps(s, e, w);
 	} else {
-		r = verify_smaps(s, e, w);
+		r = mmf_verify_smaps(s, e, w);
 	}
 	__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
 	return r;

@@ -1,0 +1,309 @@
+#!/usr/bin/env bash
+# Real-client tests: run real programs (node, java, luajit, a libgc program,
+# a jemalloc program) without and with mmfold preloaded and require that
+# stdout and the exit status are identical.  Then sum the per-process JSON
+# statistics of the mmfold runs into $BUILD/clients-table.md.
+#
+# usage: tests/clients/run.sh [name...]
+#   names: node-jit node-gc java-g1 java-parallel luajit boehm jemalloc
+#          (also the groups: node java all); default: all
+# env:   MMFOLD_LIB  absolute path of libmmfold.so (default: build/libmmfold.so)
+#        BUILD       output directory (default: build/clients)
+#        CLIENT_MODE   MMFOLD_MODE of the preloaded run (default: safe)
+#        CLIENT_TIMEOUT  seconds allowed for a baseline run (default 300); the
+#                      run under mmfold gets max(60, 10 x baseline time), at
+#                      most CLIENT_TIMEOUT, so a hang cannot eat the budget
+#        JEMALLOC_LIB  path of libjemalloc.so.2 (default: searched)
+#        CC, CLIENT_CFLAGS  compiler and extra flags for the C clients
+# Only MMFOLD_MODE, MMFOLD_STATS, MMFOLD_STATS_FORMAT and MMFOLD_STATS_FILE
+# reach the clients (mmfold warns about unknown MMFOLD_* variables).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+SRC=$ROOT/tests/clients
+MMFOLD_LIB=${MMFOLD_LIB:-$ROOT/build/libmmfold.so}
+BUILD=${BUILD:-$ROOT/build/clients}
+MODE=${CLIENT_MODE:-safe}
+TIMEOUT=${CLIENT_TIMEOUT:-300}
+
+case $MMFOLD_LIB in /*) ;; *) MMFOLD_LIB=$PWD/$MMFOLD_LIB ;; esac
+case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
+if [[ ! -f $MMFOLD_LIB ]]; then
+	echo "run.sh: MMFOLD_LIB=$MMFOLD_LIB does not exist (run make first)" >&2
+	exit 2
+fi
+mkdir -p "$BUILD"
+
+# Strip every MMFOLD_* variable from the clients' environment; the runs set
+# exactly the ones they need.
+CLEAN_ENV=()
+while read -r v; do
+	[[ -n $v ]] && CLEAN_ENV+=(-u "$v")
+done < <(compgen -e | grep '^MMFOLD_' || true)
+
+ALL=(node-jit node-gc java-g1 java-parallel luajit boehm jemalloc)
+names=()
+for a in "${@:-all}"; do
+	case $a in
+	all) names+=("${ALL[@]}") ;;
+	node) names+=(node-jit node-gc) ;;
+	java) names+=(java-g1 java-parallel) ;;
+	node-jit | node-gc | java-g1 | java-parallel | luajit | boehm | jemalloc) names+=("$a") ;;
+	*)
+		echo "run.sh: unknown client '$a' (known: ${ALL[*]} node java all)" >&2
+		exit 2
+		;;
+	esac
+done
+
+CC=${CC:-gcc}
+CFLAGS="-O2 -Wall -Wextra -Werror ${CLIENT_CFLAGS:-}"
+
+# ---------------------------------------------------------------- helpers
+
+SKIP_REASON=""
+PRE_LOAD=""   # libraries preloaded in both runs (jemalloc)
+CMD=()
+
+find_jemalloc() {
+	local p
+	if [[ -n ${JEMALLOC_LIB:-} ]]; then
+		[[ -f $JEMALLOC_LIB ]] && { echo "$JEMALLOC_LIB"; return 0; }
+		return 1
+	fi
+	for p in /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/lib/aarch64-linux-gnu/libjemalloc.so.2 \
+		/usr/lib64/libjemalloc.so.2 /usr/lib/libjemalloc.so.2 /usr/local/lib/libjemalloc.so.2; do
+		[[ -f $p ]] && { echo "$p"; return 0; }
+	done
+	p=$(ldconfig -p 2>/dev/null | awk '/libjemalloc\.so\.2 /{print $NF; exit}') || true
+	[[ -n $p && -f $p ]] && { echo "$p"; return 0; }
+	return 1
+}
+
+# Compile a C client if the binary is missing or older than its source.
+build_c() { # out src libs...
+	local out=$1 src=$2
+	shift 2
+	if [[ ! -x $out || $src -nt $out ]]; then
+		# shellcheck disable=SC2086
+		$CC $CFLAGS -o "$out.tmp" "$src" "$@" >"$out.build.log" 2>&1 || {
+			cat "$out.build.log" >&2
+			return 1
+		}
+		mv "$out.tmp" "$out"
+	fi
+}
+
+# Sets CMD (and PRE_LOAD) for a client, building it if needed.  Returns 1
+# with SKIP_REASON set when the client cannot run on this machine, 2 when
+# building it failed.
+prepare() {
+	local name=$1
+	CMD=()
+	PRE_LOAD=""
+	SKIP_REASON=""
+	case $name in
+	node-jit | node-gc)
+		command -v node >/dev/null || { SKIP_REASON="node not installed"; return 1; }
+		if [[ $name == node-jit ]]; then
+			CMD=("$(command -v node)" "$SRC/node_jit.js")
+		else
+			CMD=("$(command -v node)" --expose-gc "$SRC/node_gc.js")
+		fi
+		;;
+	java-g1 | java-parallel)
+		command -v java >/dev/null || { SKIP_REASON="java not installed"; return 1; }
+		local cls=$BUILD/java/AllocChurn.class
+		if [[ ! -f $cls || $SRC/AllocChurn.java -nt $cls ]]; then
+			command -v javac >/dev/null || { SKIP_REASON="javac not installed"; return 1; }
+			mkdir -p "$BUILD/java"
+			timeout 300 javac -d "$BUILD/java" "$SRC/AllocChurn.java" || return 2
+		fi
+		local gc=-XX:+UseG1GC
+		[[ $name == java-parallel ]] && gc=-XX:+UseParallelGC
+		CMD=("$(command -v java)" "$gc" -Xms256m -Xmx1g -cp "$BUILD/java" AllocChurn)
+		;;
+	luajit)
+		command -v luajit >/dev/null || { SKIP_REASON="luajit not installed"; return 1; }
+		CMD=("$(command -v luajit)" "$SRC/luajit_traces.lua")
+		;;
+	boehm)
+		if ! echo '#include <gc.h>' | $CC -E -x c - >/dev/null 2>&1; then
+			SKIP_REASON="libgc-dev (gc.h) not installed"
+			return 1
+		fi
+		build_c "$BUILD/boehm_inc" "$SRC/boehm_inc.c" -lgc || return 2
+		CMD=("$BUILD/boehm_inc")
+		;;
+	jemalloc)
+		PRE_LOAD=$(find_jemalloc) || { SKIP_REASON="libjemalloc.so.2 not found"; return 1; }
+		build_c "$BUILD/jemalloc_churn" "$SRC/jemalloc_churn.c" -pthread || return 2
+		CMD=("$BUILD/jemalloc_churn")
+		;;
+	esac
+	return 0
+}
+
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
+
+# Sum the JSON reports of one client: prints
+#   procs  then for each kind in mprotect madvise mlock mmap: calls skipped unproven
+sum_reports() { # files...
+	cat "$@" 2>/dev/null | awk '
+	function field(obj, key,   r) {
+		if (match(obj, "\"" key "\":[0-9]+")) {
+			r = substr(obj, RSTART, RLENGTH)
+			sub(/^.*:/, "", r)
+			return r + 0
+		}
+		return 0
+	}
+	/"mmfold"/ {
+		procs++
+		for (i = 1; i <= nk; i++) {
+			k = kinds[i]
+			if (match($0, "\"" k "\":[{][^}]*[}]")) {
+				obj = substr($0, RSTART, RLENGTH)
+				calls[k] += field(obj, "calls")
+				skipped[k] += field(obj, "skipped")
+				unproven[k] += field(obj, "unproven")
+			}
+		}
+	}
+	BEGIN { nk = split("mprotect madvise mlock mmap", kinds, " ") }
+	END {
+		printf "%d", procs
+		for (i = 1; i <= nk; i++) {
+			k = kinds[i]
+			printf " %d %d %d", calls[k], skipped[k], unproven[k]
+		}
+		printf "\n"
+	}'
+}
+
+# ---------------------------------------------------------------- run
+
+TABLE=$BUILD/clients-table.md
+rows=()
+pass=0
+fail=0
+skip=0
+failed_names=()
+
+echo "mmfold real-client tests"
+echo "  library: $MMFOLD_LIB"
+echo "  mode:    MMFOLD_MODE=$MODE"
+echo "  output:  $BUILD"
+
+for name in "${names[@]}"; do
+	rc=0
+	prepare "$name" || rc=$?
+	if [[ $rc == 1 ]]; then
+		echo "SKIP $name: $SKIP_REASON"
+		skip=$((skip + 1))
+		rows+=("| $name | skipped: $SKIP_REASON | | | | | | | | |")
+		continue
+	elif [[ $rc != 0 ]]; then
+		echo "FAIL $name: could not build the client"
+		fail=$((fail + 1))
+		failed_names+=("$name")
+		rows+=("| $name | build failed | | | | | | | | |")
+		continue
+	fi
+
+	base_out=$BUILD/$name.base.out
+	mm_out=$BUILD/$name.mmfold.out
+	rm -f "$BUILD/$name".[0-9]*.json
+
+	base_env=(-u LD_PRELOAD)
+	mm_preload=$MMFOLD_LIB
+	if [[ -n $PRE_LOAD ]]; then
+		base_env=(LD_PRELOAD="$PRE_LOAD")
+		mm_preload=$PRE_LOAD:$MMFOLD_LIB
+	fi
+
+	# Baseline: no mmfold.  timeout/env are outside the preload on purpose.
+	t0=$(now)
+	brc=0
+	timeout -k 10 "$TIMEOUT" env "${CLEAN_ENV[@]}" "${base_env[@]}" "${CMD[@]}" \
+		>"$base_out" 2>"$BUILD/$name.base.err" || brc=$?
+	t1=$(now)
+	# With mmfold; a hang must not eat the whole time budget.
+	mm_timeout=$(awk -v a="$t0" -v b="$t1" -v cap="$TIMEOUT" 'BEGIN { t = int(10 * (b - a)) + 1; if (t < 60) t = 60; if (t > cap) t = cap; print t }')
+	mrc=0
+	timeout -k 10 "$mm_timeout" env "${CLEAN_ENV[@]}" LD_PRELOAD="$mm_preload" MMFOLD_MODE="$MODE" MMFOLD_STATS=1 \
+		MMFOLD_STATS_FORMAT=json MMFOLD_STATS_FILE="$BUILD/$name.%p.json" "${CMD[@]}" \
+		>"$mm_out" 2>"$BUILD/$name.mmfold.err" || mrc=$?
+	t2=$(now)
+	tb=$(elapsed "$t0" "$t1")
+	tm=$(elapsed "$t1" "$t2")
+
+	shopt -s nullglob
+	reports=("$BUILD/$name".[0-9]*.json)
+	shopt -u nullglob
+	read -r procs mp_c mp_s mp_u ma_c ma_s ma_u ml_c ml_s ml_u mm_c mm_s mm_u \
+		< <(sum_reports "${reports[@]}" /dev/null)
+
+	why=""
+	if [[ $brc != 0 ]]; then
+		why="baseline run failed (exit $brc, see $BUILD/$name.base.err)"
+	elif [[ $mrc == 124 || $mrc == 137 ]]; then
+		why="timed out after ${mm_timeout}s with mmfold (exit $mrc; the run without took ${tb}s)"
+	elif [[ $mrc != "$brc" ]]; then
+		why="exit status differs: without $brc, with mmfold $mrc (see $BUILD/$name.mmfold.err)"
+	elif ! cmp -s "$base_out" "$mm_out"; then
+		why="stdout differs"
+	elif [[ $procs == 0 ]]; then
+		why="no mmfold statistics written (MMFOLD_STATS_FILE=$BUILD/$name.%p.json)"
+	fi
+
+	# The Boehm client is only worth running if libgc really write-protects
+	# its heap (mprotect-based dirty bits).
+	if [[ $name == boehm ]] && ! grep -q 'heap write-protected (mprotect dirty bits): yes' "$base_out"; then
+		echo "NOTE boehm: libgc did not use mprotect-based dirty bits on this system"
+	fi
+
+	# Anything mmfold itself said on stderr is worth a look.
+	if grep -q '^mmfold' "$BUILD/$name.mmfold.err" 2>/dev/null; then
+		grep '^mmfold' "$BUILD/$name.mmfold.err" | sort | uniq -c | head -5 |
+			sed "s/^/NOTE $name: mmfold wrote on stderr: /"
+	fi
+
+	pct=$(awk -v s="$mp_s" -v c="$mp_c" 'BEGIN { if (c > 0) printf "%.1f%%", 100 * s / c; else printf "-" }')
+	if [[ -z $why ]]; then
+		echo "PASS $name (${tb}s without, ${tm}s with mmfold; $procs process(es); mprotect $mp_c calls, $mp_s skipped, $mp_u unproven; madvise $ma_c/$ma_s; mmap $mm_c/$mm_s)"
+		pass=$((pass + 1))
+		status=PASS
+	else
+		echo "FAIL $name: $why"
+		if [[ $why == "stdout differs" ]]; then
+			diff "$base_out" "$mm_out" | head -20 | sed 's/^/    /' || true
+		fi
+		if [[ -s $BUILD/$name.mmfold.err ]]; then
+			echo "    last lines of $BUILD/$name.mmfold.err:"
+			tail -n 5 "$BUILD/$name.mmfold.err" | sed 's/^/    | /'
+		fi
+		fail=$((fail + 1))
+		failed_names+=("$name")
+		status=FAIL
+	fi
+	rows+=("| $name | $status | $procs | $mp_c / $mp_s / $mp_u | $pct | $ma_c / $ma_s / $ma_u | $ml_c / $ml_s / $ml_u | $mm_c / $mm_s / $mm_u | $tb | $tm |")
+done
+
+{
+	echo "Real clients, MMFOLD_MODE=$MODE; each cell: calls / skipped / unproven, summed over all processes."
+	echo "Times are single runs (seconds, wall clock) and only indicative."
+	echo
+	echo "| client | result | processes | mprotect | mprotect skipped | madvise | mlock | mmap | time without (s) | time with (s) |"
+	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+	printf '%s\n' "${rows[@]}"
+} >"$TABLE"
+
+echo
+cat "$TABLE"
+echo
+if ((skip > 0)); then echo "$skip skipped"; fi
+if ((fail > 0)); then echo "failed: ${failed_names[*]}"; fi
+echo "$pass passed, $fail failed"
+((fail == 0))

@@ -1,0 +1,136 @@
+/* Configuration parsing (src/config.c): every variable with good and bad
+ * values; one warning line per problem; defaults kept. */
+#include <check.h>
+#include <string.h>
+
+#include "config.h"
+#include "suites.h"
+
+struct lines {
+	int n;
+	char last[512];
+};
+
+static void collect(const char *line, void *arg)
+{
+	struct lines *l = arg;
+	l->n++;
+	strncpy(l->last, line, sizeof l->last - 1);
+	ck_assert_ptr_null(strchr(line, '\n'));
+}
+
+static int parse1(struct mmf_config *c, const char *kv, struct lines *l)
+{
+	char *env[] = {(char *)"PATH=/bin", (char *)kv, NULL};
+	memset(l, 0, sizeof *l);
+	return mmf_config_parse(c, env, collect, l);
+}
+
+START_TEST(defaults)
+{
+	struct mmf_config c;
+	char *env[] = {(char *)"HOME=/root", NULL};
+	ck_assert_int_eq(mmf_config_parse(&c, env, NULL, NULL), 0);
+	ck_assert_int_eq(c.v[MMF_OPT_MODE], MMF_MODE_SAFE);
+	ck_assert_int_eq(c.v[MMF_OPT_STATS], 0);
+	ck_assert_int_eq(c.v[MMF_OPT_STATS_FORMAT], MMF_FMT_TEXT);
+	ck_assert_int_eq(c.v[MMF_OPT_VERIFY], 0);
+	ck_assert_int_eq(c.v[MMF_OPT_LOG], 0);
+	ck_assert_int_eq(c.v[MMF_OPT_STRICT], 0);
+	ck_assert_str_eq(c.stats_file, "");
+}
+END_TEST
+
+START_TEST(good_values)
+{
+	struct mmf_config c;
+	struct lines l;
+	static const struct {
+		const char *kv;
+		int opt;
+		long v;
+	} t[] = {
+		{"MMFOLD_MODE=off", MMF_OPT_MODE, MMF_MODE_OFF},
+		{"MMFOLD_MODE=OBSERVE", MMF_OPT_MODE, MMF_MODE_OBSERVE},
+		{"MMFOLD_MODE=safe", MMF_OPT_MODE, MMF_MODE_SAFE},
+		{"MMFOLD_STATS=1", MMF_OPT_STATS, 1},
+		{"MMFOLD_STATS=yes", MMF_OPT_STATS, 1},
+		{"MMFOLD_STATS=On", MMF_OPT_STATS, 1},
+		{"MMFOLD_STATS=false", MMF_OPT_STATS, 0},
+		{"MMFOLD_STATS_FORMAT=json", MMF_OPT_STATS_FORMAT, MMF_FMT_JSON},
+		{"MMFOLD_VERIFY=2", MMF_OPT_VERIFY, 2},
+		{"MMFOLD_LOG=0x3", MMF_OPT_LOG, 3},
+		{"MMFOLD_STRICT=1", MMF_OPT_STRICT, 1},
+	};
+	for (unsigned i = 0; i < sizeof t / sizeof t[0]; i++) {
+		ck_assert_msg(parse1(&c, t[i].kv, &l) == 0, "%s: %s", t[i].kv, l.last);
+		ck_assert_int_eq(c.v[t[i].opt], t[i].v);
+	}
+	ck_assert_int_eq(parse1(&c, "MMFOLD_STATS_FILE=/tmp/x.%p.json", &l), 0);
+	ck_assert_str_eq(c.stats_file, "/tmp/x.%p.json");
+}
+END_TEST
+
+/* A bad value for every variable: one line naming the variable, the value
+ * and the default used; the default is kept. */
+START_TEST(bad_values)
+{
+	struct mmf_config c;
+	struct lines l;
+	static const struct {
+		const char *kv, *name, *dflt;
+		int opt;
+		long v;
+	} t[] = {
+		{"MMFOLD_MODE=fast", "MMFOLD_MODE", "using safe", MMF_OPT_MODE, MMF_MODE_SAFE},
+		{"MMFOLD_MODE=", "MMFOLD_MODE", "using safe", MMF_OPT_MODE, MMF_MODE_SAFE},
+		{"MMFOLD_MODE=lazy", "lazy mode is not available", "using safe", MMF_OPT_MODE, MMF_MODE_SAFE},
+		{"MMFOLD_STATS=2", "MMFOLD_STATS", "using 0", MMF_OPT_STATS, 0},
+		{"MMFOLD_STATS=maybe", "MMFOLD_STATS", "using 0", MMF_OPT_STATS, 0},
+		{"MMFOLD_STATS_FORMAT=xml", "MMFOLD_STATS_FORMAT", "using text", MMF_OPT_STATS_FORMAT, MMF_FMT_TEXT},
+		{"MMFOLD_VERIFY=3", "out of range 0..2", "using 0", MMF_OPT_VERIFY, 0},
+		{"MMFOLD_VERIFY=-1", "out of range 0..2", "using 0", MMF_OPT_VERIFY, 0},
+		{"MMFOLD_VERIFY=1x", "not a number", "using 0", MMF_OPT_VERIFY, 0},
+		{"MMFOLD_LOG=99999999999999999999999", "not a number", "using 0", MMF_OPT_LOG, 0},
+		{"MMFOLD_LOG= 1", "not a number", "using 0", MMF_OPT_LOG, 0},
+		{"MMFOLD_STRICT=please", "MMFOLD_STRICT", "using 0", MMF_OPT_STRICT, 0},
+		{"MMFOLD_MODEE=safe", "unknown variable MMFOLD_MODEE", "ignored", MMF_OPT_MODE, MMF_MODE_SAFE},
+	};
+	for (unsigned i = 0; i < sizeof t / sizeof t[0]; i++) {
+		ck_assert_int_eq(parse1(&c, t[i].kv, &l), 1);
+		ck_assert_int_eq(l.n, 1);
+		ck_assert_msg(strstr(l.last, t[i].name), "%s: got '%s'", t[i].kv, l.last);
+		ck_assert_msg(strstr(l.last, t[i].dflt), "%s: got '%s'", t[i].kv, l.last);
+		ck_assert_msg(!strncmp(l.last, "mmfold: ", 8), "%s: got '%s'", t[i].kv, l.last);
+		ck_assert_int_eq(c.v[t[i].opt], t[i].v);
+	}
+	char big[400] = "MMFOLD_STATS_FILE=";
+	memset(big + strlen(big), 'a', 300);
+	ck_assert_int_eq(parse1(&c, big, &l), 1);
+	ck_assert_str_eq(c.stats_file, "");
+}
+END_TEST
+
+START_TEST(several_problems_counted)
+{
+	struct mmf_config c;
+	struct lines l = {0};
+	char *env[] = {(char *)"MMFOLD_MODE=x", (char *)"MMFOLD_LOG=9", (char *)"MMFOLD_STATS=1",
+		       (char *)"MMFOLD_FOO=1", NULL};
+	ck_assert_int_eq(mmf_config_parse(&c, env, collect, &l), 3);
+	ck_assert_int_eq(l.n, 3);
+	ck_assert_int_eq(c.v[MMF_OPT_STATS], 1);
+}
+END_TEST
+
+Suite *config_suite(void)
+{
+	Suite *s = suite_create("config");
+	TCase *tc = tcase_create("parse");
+	tcase_add_test(tc, defaults);
+	tcase_add_test(tc, good_values);
+	tcase_add_test(tc, bad_values);
+	tcase_add_test(tc, several_problems_counted);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -1,0 +1,14 @@
+/* Unit test suites collected by tests/unit/check_main.c.  To add a suite,
+ * declare its constructor here and list it in check_main.c's table. */
+#ifndef MMF_TEST_SUITES_H
+#define MMF_TEST_SUITES_H
+
+#include <check.h>
+
+Suite *map_suite(void);     /* tests/unit/check_map.c: the shadow map (src/map.c) */
+Suite *map_fill_suite(void); /* tests/unit/check_map_fill.c: learning about holes */
+Suite *config_suite(void);  /* tests/unit/check_config.c: MMFOLD_* parsing */
+Suite *verify_suite(void);  /* tests/unit/check_verify.c: MMFOLD_VERIFY's view of the kernel */
+Suite *preload_suite(void); /* tests/unit/check_preload.c: programs under LD_PRELOAD */
+
+#endif
