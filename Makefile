@@ -122,17 +122,27 @@ asan: deps-check
 	$(MAKE) --no-print-directory BUILD=$(BUILD)/asan \
 	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 	  $(BUILD)/asan/check_mmfold
-	CK_FORK=no CK_RUN_SUITE=map $(BUILD)/asan/check_mmfold
-	CK_FORK=no CK_RUN_SUITE=config $(BUILD)/asan/check_mmfold
+	for suite in map map_fill config verify; do \
+	  CK_FORK=no CK_RUN_SUITE=$$suite $(BUILD)/asan/check_mmfold || exit 1; done
 
 tsan: deps-check
 	$(MAKE) --no-print-directory BUILD=$(BUILD)/tsan CFLAGS="-O1 -g -fsanitize=thread -Wno-tsan" \
 	  $(BUILD)/tsan/check_mmfold
-	CK_FORK=no CK_RUN_SUITE=map TSAN_OPTIONS=halt_on_error=1 $(BUILD)/tsan/check_mmfold
+	CK_FORK=no CK_RUN_SUITE=map CK_RUN_CASE=concurrency TSAN_OPTIONS=halt_on_error=1 \
+	  $(BUILD)/tsan/check_mmfold
+	CK_FORK=no CK_RUN_SUITE=map CK_RUN_CASE=model TSAN_OPTIONS=halt_on_error=1 \
+	  $(BUILD)/tsan/check_mmfold
 
-valgrind: deps-check $(UNIT_BIN)
-	CK_FORK=no CK_RUN_SUITE=config valgrind -q --error-exitcode=1 --leak-check=full $(UNIT_BIN)
-	CK_FORK=no CK_RUN_SUITE=map CK_RUN_CASE=scale valgrind -q --error-exitcode=1 --leak-check=full $(UNIT_BIN)
+# valgrind: the unit tests, and the library itself inside programs.
+VG := valgrind -q --error-exitcode=1 --leak-check=full
+valgrind: deps-check $(UNIT_BIN) $(LIB) $(PROGS)
+	CK_FORK=no CK_RUN_SUITE=config $(VG) $(UNIT_BIN)
+	CK_FORK=no CK_RUN_SUITE=map CK_RUN_CASE=scale $(VG) $(UNIT_BIN)
+	CK_FORK=no CK_RUN_SUITE=map_fill $(VG) $(UNIT_BIN)
+	for s in "noop 200" heap "fork 5"; do \
+	  LD_PRELOAD=$(abspath $(LIB)) MMFOLD_STATS=1 MMFOLD_STATS_FILE=/dev/null MMFOLD_VERIFY=1 \
+	    $(VG) --trace-children=no $(BUILD)/progs/scenario $$s >/dev/null || exit 1; \
+	done; echo "valgrind: library clean in scenario noop, heap, fork"
 
 # ---- install -------------------------------------------------------------
 $(BUILD)/mmfold.pc: mmfold.pc.in Makefile
