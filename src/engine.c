@@ -463,7 +463,17 @@ static void record_mremap(const struct mmf_op *op, long r)
 		mmf_map_forget(&map, old, old + oldlen);
 }
 
-static void record(const struct mmf_op *op, long r)
+/* Applies u to [s,e): through the reader's hint when it still holds, else
+ * by a search; a successful call on a hole leaves an observed record. */
+static void upd(uint64_t s, uint64_t e, const struct mmf_upd *u, const struct mmf_hint *h, long r)
+{
+	if (h && h->b && h->start == s && h->end == e && mmf_map_update_hint(&map, h, u))
+		return;
+	if (mmf_map_update(&map, s, e, u) && r == 0)
+		learn(s, e, u);
+}
+
+static void record(const struct mmf_op *op, long r, const struct mmf_hint *h)
 {
 	uint64_t s, e;
 	struct mmf_upd u;
@@ -516,8 +526,7 @@ static void record(const struct mmf_op *op, long r)
 			u.fields |= MMF_F_LOCK;
 			u.a.lock = MMF_UNKNOWN;
 		}
-		if (mmf_map_update(&map, s, e, &u) && r == 0)
-			learn(s, e, &u);
+		upd(s, e, &u, h, r);
 		return;
 	}
 	case MMF_K_MADVISE: {
@@ -554,8 +563,7 @@ static void record(const struct mmf_op *op, long r)
 		} else {
 			u.adv_clear_mask = w.adv_bit;
 		}
-		if (mmf_map_update(&map, s, e, &u) && r == 0)
-			learn(s, e, &u);
+		upd(s, e, &u, h, r);
 		return;
 	}
 	case MMF_K_PROCESS_MADVISE: {
@@ -588,8 +596,7 @@ static void record(const struct mmf_op *op, long r)
 			u.a.lock = MMF_UNKNOWN;
 		if (op->kind == MMF_K_MLOCK)
 			mlock_seen = 1;
-		if (mmf_map_update(&map, s, e, &u) && r == 0)
-			learn(s, e, &u);
+		upd(s, e, &u, h, r);
 		return;
 	}
 	case MMF_K_MLOCKALL: {
@@ -736,8 +743,9 @@ long mmf_run(struct mmf_op *op)
 
 	uint64_t s, e;
 	struct mmf_want w;
+	struct mmf_hint hint = {NULL, 0, 0, 0, 0};
 	if (question(op, &s, &e, &w)) {
-		int v = mmf_map_check(&map, s, e, &w);
+		int v = mmf_map_check_hint(&map, s, e, &w, &hint);
 		if (v == MMF_NOOP_PROVEN && op->kind == MMF_K_MLOCK && !mlock_permitted())
 			v = MMF_NOOP_UNPROVEN;
 		if (v == MMF_NOOP_PROVEN && verify) {
@@ -782,7 +790,7 @@ long mmf_run(struct mmf_op *op)
 
 	wenter();
 	long r = forward(op, t, asked);
-	record(op, r);
+	record(op, r, &hint);
 	wleave();
 	if (tracing)
 		trace(op, "forwarded", r);

@@ -658,7 +658,7 @@ static int judge(struct mmf_attr a, const struct mmf_want *w)
 }
 
 static int check_once(const struct mmf_map *m, uint64_t start, uint64_t end,
-		      const struct mmf_want *w)
+		      const struct mmf_want *w, struct mmf_hint *h)
 {
 	const struct mmf_block *b;
 	uint32_t bi, i;
@@ -671,6 +671,12 @@ static int check_once(const struct mmf_map *m, uint64_t start, uint64_t end,
 		uint64_t s = LD(b->s[i].start), e = LD(b->s[i].end);
 		if (s > cur || e <= cur)
 			return MMF_CHANGE; /* a hole (or a torn read: seq decides) */
+		if (h && s == start && e == end) {
+			h->b = b;
+			h->i = i;
+			h->start = start;
+			h->end = end;
+		}
 		int v = judge(unpack(LD(b->s[i].attr)), w);
 		if (v > verdict)
 			verdict = v;
@@ -712,21 +718,59 @@ static int read_end(const struct mmf_map *m, uint32_t seq)
 	return LD(m->seq) == seq;
 }
 
-int mmf_map_check(const struct mmf_map *m, uint64_t start, uint64_t end,
-		  const struct mmf_want *w)
+int mmf_map_check_hint(const struct mmf_map *m, uint64_t start, uint64_t end,
+		       const struct mmf_want *w, struct mmf_hint *h)
 {
+	if (h)
+		h->b = NULL;
 	if (start >= end)
 		return MMF_CHANGE;
 	long budget = READ_SPINS;
 	uint32_t seq;
 	while (read_begin(m, &seq, &budget)) {
-		int v = LD(m->full) ? MMF_CHANGE : check_once(m, start, end, w);
-		if (read_end(m, seq) && v != MMF_BUSY)
+		int v = LD(m->full) ? MMF_CHANGE : check_once(m, start, end, w, h);
+		if (read_end(m, seq) && v != MMF_BUSY) {
+			if (h)
+				h->seq = seq;
 			return v;
+		}
+		if (h)
+			h->b = NULL;
 		if (--budget <= 0)
 			break;
 	}
 	return MMF_BUSY;
+}
+
+int mmf_map_check(const struct mmf_map *m, uint64_t start, uint64_t end,
+		  const struct mmf_want *w)
+{
+	return mmf_map_check_hint(m, start, end, w, NULL);
+}
+
+int mmf_map_update_hint(struct mmf_map *m, const struct mmf_hint *h, const struct mmf_upd *u)
+{
+	/* The sequence only moves when records move; a record's attribute
+	 * word alone changes in place.  So an unchanged sequence means h->b
+	 * and h->i still name the same slot. */
+	if (!h->b || m->seq != h->seq)
+		return 0;
+	struct mmf_block *b = (struct mmf_block *)h->b;
+	uint32_t i = h->i;
+	if (i == 0 || i + 1 >= b->n)
+		return 0; /* neighbours in other blocks: let the general path merge */
+	struct slot *sl = &b->s[i];
+	if (sl->start != h->start || sl->end != h->end)
+		return 0;
+	struct mmf_attr na = apply_upd(unpack(sl->attr), u);
+	uint64_t nv = pack(&na);
+	if (nv == sl->attr)
+		return 1;
+	if ((b->s[i - 1].end == h->start && b->s[i - 1].attr == nv) ||
+	    (b->s[i + 1].start == h->end && b->s[i + 1].attr == nv))
+		return 0;
+	ST(sl->attr, nv);
+	return 1;
 }
 
 int mmf_map_lookup(const struct mmf_map *m, uint64_t addr, struct mmf_rec *out)

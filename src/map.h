@@ -144,6 +144,22 @@ void mmf_map_fork_child(struct mmf_map *m);
  * writer on another thread. */
 int mmf_map_check(const struct mmf_map *m, uint64_t start, uint64_t end,
 		  const struct mmf_want *w);
+/* Where a reader found that [start,end) is exactly one record, so that the
+ * writer that then forwards the call can update it without searching. */
+struct mmf_hint {
+	const struct mmf_block *b;
+	uint32_t i, seq;
+	uint64_t start, end;
+};
+/* mmf_map_check that also fills *h (h->b stays NULL unless the range is
+ * exactly one record). */
+int mmf_map_check_hint(const struct mmf_map *m, uint64_t start, uint64_t end,
+		       const struct mmf_want *w, struct mmf_hint *h);
+/* Writer lock held.  Applies u to the record h names when the map has not
+ * changed shape since h was taken and the record stays distinct from its
+ * neighbours: returns 1.  Otherwise changes nothing and returns 0 (the
+ * caller uses mmf_map_update). */
+int mmf_map_update_hint(struct mmf_map *m, const struct mmf_hint *h, const struct mmf_upd *u);
 /* Copy the record containing addr into *out; 1 if found, 0 if in a hole. */
 int mmf_map_lookup(const struct mmf_map *m, uint64_t addr,
 		   struct mmf_rec *out);
