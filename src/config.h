@@ -18,7 +18,8 @@ enum { MMF_FMT_TEXT, MMF_FMT_JSON };
 	X(STATS_FORMAT, "MMFOLD_STATS_FORMAT", 'E', MMF_FMT_TEXT, 0, 0, "text|json") \
 	X(VERIFY, "MMFOLD_VERIFY", 'I', 0, 0, 2, NULL)                         \
 	X(LOG, "MMFOLD_LOG", 'I', 0, 0, 3, NULL)                               \
-	X(STRICT, "MMFOLD_STRICT", 'B', 0, 0, 1, NULL)
+	X(STRICT, "MMFOLD_STRICT", 'B', 0, 0, 1, NULL)                         \
+	X(LIB, "MMFOLD_LIB", 'S', 0, 0, 0, NULL) /* for the tools: not used here */
 
 enum {
 #define X(id, name, type, def, min, max, choices) MMF_OPT_##id,

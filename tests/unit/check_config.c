@@ -66,6 +66,8 @@ START_TEST(good_values)
 		ck_assert_msg(parse1(&c, t[i].kv, &l) == 0, "%s: %s", t[i].kv, l.last);
 		ck_assert_int_eq(c.v[t[i].opt], t[i].v);
 	}
+	ck_assert_int_eq(parse1(&c, "MMFOLD_LIB=/opt/mmfold/lib/libmmfold.so", &l), 0);
+	ck_assert_int_eq(l.n, 0);
 	ck_assert_int_eq(parse1(&c, "MMFOLD_STATS_FILE=/tmp/x.%p.json", &l), 0);
 	ck_assert_str_eq(c.stats_file, "/tmp/x.%p.json");
 }
