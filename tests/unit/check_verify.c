@@ -105,7 +105,9 @@ Suite *verify_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, prot_procmap_query);
 	tcase_add_test(tc, prot_smaps);
+#ifndef __SANITIZE_ADDRESS__ /* ASan turns mlock and munlock into no-ops */
 	tcase_add_test(tc, lock_states);
+#endif
 	tcase_add_test(tc, advice_flags);
 	suite_add_tcase(s, tc);
 	return s;
