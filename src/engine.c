@@ -318,7 +318,6 @@ static int mlock_permitted(void)
 /* The skip question for op, or 0 when the call must be forwarded anyway. */
 static int question(const struct mmf_op *op, uint64_t *s, uint64_t *e, struct mmf_want *w)
 {
-	memset(w, 0, sizeof *w);
 	switch (op->kind) {
 	case MMF_K_MPROTECT: {
 		int prot = (int)op->a[2];
@@ -719,10 +718,14 @@ long mmf_run(struct mmf_op *op)
 	struct mmf_tstats *t = mmf_stats_self();
 	int k = op->kind;
 	mmf_stat_add(t, k, MMF_S_CALLS, 1);
-	uint64_t asked = (k == MMF_K_MLOCKALL || k == MMF_K_MUNLOCKALL || k == MMF_K_BRK ||
-			  k == MMF_K_SHMAT || k == MMF_K_PROCESS_MADVISE)
-				 ? 0
-				 : (uint64_t)op->a[k == MMF_K_MREMAP ? 2 : 1];
+	/* Which argument is the length, per kind (-1: none). */
+	static const signed char len_arg[MMF_K_COUNT] = {
+		[MMF_K_MMAP] = 1, [MMF_K_MUNMAP] = 1, [MMF_K_MREMAP] = 2, [MMF_K_MPROTECT] = 1,
+		[MMF_K_PKEY_MPROTECT] = 1, [MMF_K_MADVISE] = 1, [MMF_K_PROCESS_MADVISE] = -1,
+		[MMF_K_MLOCK] = 1, [MMF_K_MUNLOCK] = 1, [MMF_K_MLOCKALL] = -1,
+		[MMF_K_MUNLOCKALL] = -1, [MMF_K_MSEAL] = 1, [MMF_K_BRK] = -1, [MMF_K_SHMAT] = -1,
+	};
+	uint64_t asked = len_arg[k] < 0 ? 0 : (uint64_t)op->a[len_arg[k]];
 	if (asked > (1ull << 47))
 		asked = 0; /* a bad length (the call fails): not a size */
 	mmf_stat_add(t, k, MMF_S_BYTES_ASKED, asked);

@@ -403,6 +403,10 @@ void mmf_map_remove(struct mmf_map *m, uint64_t start, uint64_t end)
 
 static struct mmf_attr apply_upd(struct mmf_attr a, const struct mmf_upd *u)
 {
+	if (u->fields == MMF_F_PROT && !(u->adv_set_mask | u->adv_clear_mask | u->adv_forget)) {
+		a.prot = u->a.prot; /* the common case: an mprotect */
+		return a;
+	}
 	if (u->fields & MMF_F_PROT)
 		a.prot = u->a.prot;
 	if (u->fields & MMF_F_LOCK)
