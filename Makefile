@@ -21,7 +21,7 @@ LIBFLAGS := -shared -Wl,--version-script=preload/libmmfold.map -Wl,-z,now -Wl,-z
 LIBS     := -ldl -pthread
 
 ENGINE_SRC  := src/sys.c src/map.c src/fmt.c src/config.c src/stats.c src/engine.c \
-	       src/report.c src/verify.c
+	       src/report.c src/verify.c src/folio.c
 PRELOAD_SRC := preload/next.c preload/init.c preload/mman.c preload/madvise.c \
 	       preload/mlock.c preload/misc.c preload/syscall.c
 HEADERS     := $(wildcard src/*.h preload/*.h include/*.h)
@@ -162,3 +162,68 @@ uninstall:
 
 clean:
 	rm -rf $(BUILD)
+
+# ==== arm64 (aarch64) build and tests under qemu-user ======================
+# make check-arm64: cross-compiles $(BUILD)/arm64/libmmfold.so (same sources,
+# flags and version script as $(LIB)), the Check runner and the test programs,
+# and runs them under qemu-aarch64 (tests/arm64/run.sh).  Tools: Debian's
+# cross compiler and qemu-user; the arm64 Check library through multiarch
+# (dpkg --add-architecture arm64).  Everything here is prefixed ARM64_.
+ARM64_BUILD      := $(BUILD)/arm64
+ARM64_CC         ?= aarch64-linux-gnu-gcc
+ARM64_QEMU       ?= qemu-aarch64
+ARM64_LIB        := $(ARM64_BUILD)/libmmfold.so
+ARM64_UNIT_BIN   := $(ARM64_BUILD)/check_mmfold
+ARM64_PROGS      := $(patsubst tests/progs/%.c,$(ARM64_BUILD)/progs/%,$(wildcard tests/progs/*.c))
+ARM64_HOST_PKGS  := gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
+ARM64_GUEST_PKGS := check:arm64 libsubunit-dev:arm64
+ARM64_PKG_CONFIG := PKG_CONFIG_PATH= PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig $(PKG_CONFIG)
+ARM64_CHECK_CFLAGS = $(shell $(ARM64_PKG_CONFIG) --cflags check 2>/dev/null)
+ARM64_CHECK_LIBS   = $(shell $(ARM64_PKG_CONFIG) --libs check 2>/dev/null)
+
+.PHONY: check-arm64 deps-arm64 lib-arm64
+
+# Installs (root) or prints the commands (otherwise): the arm64 architecture
+# for dpkg, then the cross tools and the arm64 Check library.
+deps-arm64: deps-build
+	@missing=""; for p in $(ARM64_HOST_PKGS) $(ARM64_GUEST_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	[ -z "$$missing" ] && exit 0; \
+	if ! command -v dpkg-query >/dev/null; then \
+	  echo "mmfold: not Debian; install an aarch64-linux-gnu cross gcc, qemu-aarch64 and the arm64 Check library"; exit 1; fi; \
+	addarch=; dpkg --print-foreign-architectures | grep -qx arm64 || addarch=1; \
+	if [ "$$(id -u)" = 0 ]; then \
+	  echo "mmfold: installing$$missing"; \
+	  if [ -n "$$addarch" ]; then dpkg --add-architecture arm64 || exit 1; fi; \
+	  { if [ -n "$$addarch" ]; then apt-get update -q; fi && \
+	    { apt-get install -y -q --no-install-recommends $$missing || \
+	      { apt-get update -q && apt-get install -y -q --no-install-recommends $$missing; }; }; } >&2 || exit 1; \
+	else \
+	  echo "mmfold: missing packages for the arm64 tests; run:"; \
+	  if [ -n "$$addarch" ]; then echo "  sudo dpkg --add-architecture arm64"; fi; \
+	  echo "  sudo apt-get update"; \
+	  echo "  sudo apt-get install -y --no-install-recommends$$missing"; exit 1; \
+	fi
+
+lib-arm64: $(ARM64_LIB)
+
+$(ARM64_LIB): $(ENGINE_SRC) $(PRELOAD_SRC) $(HEADERS) preload/libmmfold.map | deps-arm64
+	@mkdir -p $(ARM64_BUILD)
+	$(ARM64_CC) $(BASEFLAGS) $(CFLAGS) $(LIBFLAGS) -o $@ $(ENGINE_SRC) $(PRELOAD_SRC) $(LIBS)
+
+$(ARM64_UNIT_BIN): $(UNIT_SRC) $(ENGINE_SRC) $(HEADERS) tests/unit/suites.h | deps-arm64
+	@mkdir -p $(ARM64_BUILD)
+	$(ARM64_CC) -std=gnu11 -D_GNU_SOURCE -Isrc $(WARN) $(CFLAGS) $(ARM64_CHECK_CFLAGS) -o $@ \
+	  $(UNIT_SRC) $(ENGINE_SRC) $(ARM64_CHECK_LIBS) -pthread
+
+$(ARM64_BUILD)/progs/%: tests/progs/%.c | deps-arm64
+	@mkdir -p $(ARM64_BUILD)/progs
+	$(ARM64_CC) -std=gnu11 $(WARN) -O2 -g -o $@ $< -pthread
+
+# tests/arm64/run.sh builds the tests/preload programs itself (through
+# tests/preload/run.sh with CC and RUNNER) and prints "N passed, N failed".
+check-arm64: deps-arm64 $(ARM64_LIB) $(ARM64_UNIT_BIN) $(ARM64_PROGS)
+	ARM64_QEMU=$(ARM64_QEMU) ARM64_CC=$(ARM64_CC) MMFOLD_LIB=$(abspath $(ARM64_LIB)) \
+	  ARM64_BUILD=$(abspath $(ARM64_BUILD)) tests/arm64/run.sh
+# ==== end of arm64 =========================================================

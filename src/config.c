@@ -54,6 +54,29 @@ static int parse_long(const char *s, long *out)
 	return 0;
 }
 
+/* A size: digits with an optional K, M or G (powers of 1024). */
+static int parse_size(const char *s, long *out)
+{
+	char num[32];
+	size_t n = strlen(s);
+	long mul = 1;
+	if (n == 0 || n >= sizeof num)
+		return -1;
+	memcpy(num, s, n + 1);
+	switch (num[n - 1]) {
+	case 'k': case 'K': mul = 1L << 10; break;
+	case 'm': case 'M': mul = 1L << 20; break;
+	case 'g': case 'G': mul = 1L << 30; break;
+	}
+	if (mul != 1)
+		num[n - 1] = 0;
+	long v;
+	if (num[0] == '-' || num[0] == '+' || parse_long(num, &v) || v > 0x7fffffffffffffffL / mul)
+		return -1;
+	*out = v * mul;
+	return 0;
+}
+
 static int eqi(const char *a, const char *b)
 {
 	for (; *a && *b; a++, b++) {
@@ -129,6 +152,11 @@ static void put_default(struct mmf_buf *b, const struct opt *o)
 		break;
 	case 'S':
 		mmf_puts(b, "(unset)");
+		break;
+	case 'A':
+		mmf_puts(b, o->def == MMF_ALIGN_AUTO ? "auto" : o->def == MMF_ALIGN_OFF ? "off" : "");
+		if (o->def > 0)
+			mmf_puti(b, o->def);
 		break;
 	default:
 		mmf_puti(b, o->def);
@@ -207,6 +235,33 @@ int mmf_config_parse(struct mmf_config *c, char *const *envp,
 			} else
 				c->v[found] = v;
 			break;
+		case 'Z':
+		case 'A': {
+			if (o->type == 'A' && eqi(val, "auto")) {
+				c->v[found] = MMF_ALIGN_AUTO;
+				break;
+			}
+			if (o->type == 'A' && eqi(val, "off")) {
+				c->v[found] = MMF_ALIGN_OFF;
+				break;
+			}
+			char why[96];
+			MMF_BUF(w, why);
+			if (parse_size(val, &v)) {
+				problem(c, warn, arg, o,
+					val, o->type == 'A' ? "expected auto, off or a size such as 64K or 2M"
+							    : "expected a size such as 4096, 64K or 2M");
+			} else if (v < o->min || v > o->max || (o->type == 'A' && (v & (v - 1)))) {
+				mmf_puts(&w, o->type == 'A' ? "expected a power of two in " : "out of range ");
+				mmf_puti(&w, o->min);
+				mmf_puts(&w, "..");
+				mmf_puti(&w, o->max);
+				problem(c, warn, arg, o, val, why);
+			} else {
+				c->v[found] = v;
+			}
+			break;
+		}
 		case 'E': {
 			int k = parse_choice(val, o->choices);
 			char why[128];

@@ -7,10 +7,16 @@
 
 enum { MMF_MODE_OFF, MMF_MODE_OBSERVE, MMF_MODE_SAFE, MMF_MODE_LAZY };
 enum { MMF_FMT_TEXT, MMF_FMT_JSON };
+enum { MMF_THP_OFF, MMF_THP_AUTO, MMF_THP_ADVISE };
+/* MMFOLD_ALIGN: a size in bytes, or one of these. */
+#define MMF_ALIGN_AUTO (-1L)
+#define MMF_ALIGN_OFF 0L
 
 /* X(id, variable, type, default, min, max, choices)
  * type: B boolean (1/yes/on/true, 0/no/off/false), I integer in [min,max],
- * E one of the '|'-separated choices (the value is its index), S string. */
+ * E one of the '|'-separated choices (the value is its index), S string,
+ * Z a size in bytes in [min,max] (suffixes K, M, G: powers of 1024),
+ * A "auto", "off" or a power-of-two size in [min,max] (MMF_ALIGN_*). */
 #define MMF_OPTIONS(X)                                                         \
 	X(MODE, "MMFOLD_MODE", 'E', MMF_MODE_SAFE, 0, 0, "off|observe|safe|lazy") \
 	X(STATS, "MMFOLD_STATS", 'B', 0, 0, 1, NULL)                           \
@@ -19,6 +25,10 @@ enum { MMF_FMT_TEXT, MMF_FMT_JSON };
 	X(VERIFY, "MMFOLD_VERIFY", 'I', 0, 0, 2, NULL)                         \
 	X(LOG, "MMFOLD_LOG", 'I', 0, 0, 3, NULL)                               \
 	X(STRICT, "MMFOLD_STRICT", 'B', 0, 0, 1, NULL)                         \
+	X(THP, "MMFOLD_THP", 'E', MMF_THP_AUTO, 0, 0, "off|auto|advise")       \
+	X(THP_MIN, "MMFOLD_THP_MIN", 'Z', 2L << 20, 4096, 1L << 40, NULL)      \
+	X(ALIGN, "MMFOLD_ALIGN", 'A', MMF_ALIGN_AUTO, 4096, 1L << 30, NULL)    \
+	X(ALIGN_MIN, "MMFOLD_ALIGN_MIN", 'Z', 0, 0, 1L << 40, NULL)            \
 	X(LIB, "MMFOLD_LIB", 'S', 0, 0, 0, NULL) /* for the tools: not used here */
 
 enum {

@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "fmt.h"
+#include "folio.h"
 #include "sys.h"
 
 #ifndef MLOCK_ONFAULT
@@ -43,6 +44,13 @@
 #ifndef PR_SET_MDWE
 #define PR_SET_MDWE 65
 #define PR_GET_MDWE 66
+#endif
+#ifndef PR_SET_THP_DISABLE
+#define PR_SET_THP_DISABLE 41
+#define PR_GET_THP_DISABLE 42
+#endif
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
 #endif
 #define HUGETLBFS_MAGIC_ 0x958458f6
 #define PROT_RWX (PROT_READ | PROT_WRITE | PROT_EXEC)
@@ -65,6 +73,14 @@ static int rie;           /* READ_IMPLIES_EXEC personality: never skip mprotect 
 static int mlock_seen;    /* some range was ever locked */
 static uint8_t future_lock = MMF_LOCK_NONE; /* mlockall(MCL_FUTURE) state */
 static size_t page;
+
+/* Large folios (folio.c): the system's settings and the policy in force. */
+static struct mmf_folio_sys folio;
+static int thp_active;     /* advise MADV_HUGEPAGE on large anonymous mappings */
+static int thp_disabled;   /* prctl(PR_SET_THP_DISABLE) in force */
+static int align_active;
+static uint64_t low_water; /* lowest address an mmap returned: next guesses go below */
+static uint64_t faults0[MMF_FOLIO_SIZES];
 
 /* This thread's writer state: 0 none, 1 holds the map lock, 2 releasing. */
 static __thread int in_write __attribute__((tls_model("initial-exec")));
@@ -167,6 +183,16 @@ void mmf_early_init(void)
 	rie = pers >= 0 && (pers & READ_IMPLIES_EXEC);
 	long md = mmf_sys6(SYS_prctl, PR_GET_MDWE, 0, 0, 0, 0, 0);
 	mdwe = md > 0;
+	if (mode == MMF_MODE_SAFE &&
+	    (cfg.v[MMF_OPT_THP] != MMF_THP_OFF || cfg.v[MMF_OPT_ALIGN] != MMF_ALIGN_OFF)) {
+		mmf_folio_probe(&folio);
+		thp_disabled = mmf_sys6(SYS_prctl, PR_GET_THP_DISABLE, 0, 0, 0, 0, 0) > 0;
+		thp_active = (cfg.v[MMF_OPT_THP] == MMF_THP_AUTO && mmf_folio_advice_pays(&folio)) ||
+			     (cfg.v[MMF_OPT_THP] == MMF_THP_ADVISE && folio.top != MMF_THP_NEVER);
+		align_active = cfg.v[MMF_OPT_ALIGN] != MMF_ALIGN_OFF;
+		if (cfg.v[MMF_OPT_STATS])
+			mmf_folio_fault_counts(&folio, faults0);
+	}
 	if (mode != MMF_MODE_OFF && mmf_map_init(&map) != 0) {
 		mmf_log(0, "mmfold: cannot map memory for the shadow map; forwarding everything");
 		mode = MMF_MODE_OFF;
@@ -400,6 +426,8 @@ static void learn(uint64_t s, uint64_t e, const struct mmf_upd *u)
 	mmf_map_fill(&map, s, e, &a);
 }
 
+static int range_has_nohuge(uint64_t s, uint64_t e);
+
 static void record_mmap(const struct mmf_op *op, long r)
 {
 	uint64_t len = ((uint64_t)op->a[1] + page - 1) & ~(uint64_t)(page - 1);
@@ -431,7 +459,49 @@ static void record_mmap(const struct mmf_op *op, long r)
 	}
 	if (flags & MAP_LOCKED)
 		mlock_seen = 1;
+	/* A MAP_FIXED commit into a range that carries MADV_HUGEPAGE (a JVM
+	 * committing heap inside its advised reservation) loses the flag in
+	 * the kernel: it gets it back.  A range the program marked
+	 * MADV_NOHUGEPAGE never does. */
+	int advise = 0;
+	if (thp_active && !thp_disabled && a.owned && anon && (flags & MAP_TYPE) == MAP_PRIVATE) {
+		if (flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) {
+			struct mmf_want w = {.what = MMF_Q_ADV, .adv_bit = MMF_ADV_OURS, .adv_val = 1};
+			int v = mmf_map_check(&map, s, e, &w);
+			advise = v == MMF_NOOP_PROVEN || v == MMF_NOOP_UNPROVEN ||
+				 (len >= (uint64_t)cfg.v[MMF_OPT_THP_MIN] && !range_has_nohuge(s, e));
+		} else {
+			advise = len >= (uint64_t)cfg.v[MMF_OPT_THP_MIN];
+		}
+	}
+	if (!(flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) && (!low_water || s < low_water))
+		low_water = s;
 	mmf_map_set(&map, s, e, &a);
+	if (advise && mmf_sys6(SYS_madvise, (long)s, (long)(e - s), MADV_HUGEPAGE, 0, 0, 0) == 0) {
+		struct mmf_upd u;
+		memset(&u, 0, sizeof u);
+		u.adv_set_mask = MMF_ADV_HUGEPAGE | MMF_ADV_OURS;
+		u.adv_clear_mask = MMF_ADV_NOHUGEPAGE;
+		mmf_map_update(&map, s, e, &u);
+		mmf_event(MMF_E_THP_ADVISED);
+		mmf_event_add(MMF_E_THP_BYTES, e - s);
+	}
+}
+
+/* Does any page of [s,e) carry a known MADV_NOHUGEPAGE? */
+static int range_has_nohuge(uint64_t s, uint64_t e)
+{
+	struct mmf_rec r;
+	for (uint64_t a = s; a < e;) {
+		if (!mmf_map_lookup(&map, a, &r)) {
+			a += page;
+			continue;
+		}
+		if ((r.a.adv_known & MMF_ADV_NOHUGEPAGE) && (r.a.adv_set & MMF_ADV_NOHUGEPAGE))
+			return 1;
+		a = r.end;
+	}
+	return 0;
 }
 
 static void record_mremap(const struct mmf_op *op, long r)
@@ -543,7 +613,7 @@ static void record(const struct mmf_op *op, long r, const struct mmf_hint *h)
 			case 22: case 23: case 24: case 25: case 101: case 102: case 103:
 				return;
 			}
-			u.adv_forget = MMF_ADV_ALL;
+			u.adv_forget = MMF_ADV_ALL | MMF_ADV_OURS;
 			mmf_map_update(&map, s, e, &u);
 			return;
 		}
@@ -552,13 +622,14 @@ static void record(const struct mmf_op *op, long r, const struct mmf_hint *h)
 			 * the one the kernel clears with it. */
 			u.adv_forget = w.adv_bit;
 			if (w.adv_bit & (MMF_ADV_HUGEPAGE | MMF_ADV_NOHUGEPAGE))
-				u.adv_forget = MMF_ADV_HUGEPAGE | MMF_ADV_NOHUGEPAGE;
+				u.adv_forget = MMF_ADV_HUGEPAGE | MMF_ADV_NOHUGEPAGE | MMF_ADV_OURS;
 		} else if (w.adv_val) {
 			u.adv_set_mask = w.adv_bit;
+			/* the program's own THP advice: the range is its call now */
 			if (w.adv_bit == MMF_ADV_HUGEPAGE)
-				u.adv_clear_mask = MMF_ADV_NOHUGEPAGE;
+				u.adv_clear_mask = MMF_ADV_NOHUGEPAGE | MMF_ADV_OURS;
 			if (w.adv_bit == MMF_ADV_NOHUGEPAGE)
-				u.adv_clear_mask = MMF_ADV_HUGEPAGE;
+				u.adv_clear_mask = MMF_ADV_HUGEPAGE | MMF_ADV_OURS;
 		} else {
 			u.adv_clear_mask = w.adv_bit;
 		}
@@ -575,7 +646,7 @@ static void record(const struct mmf_op *op, long r, const struct mmf_hint *h)
 		long n = op->a[2];
 		if (!iov || n <= 0 || n > 1024 || r == -EFAULT)
 			return; /* EFAULT: the vector was unreadable, nothing done */
-		u.adv_forget = MMF_ADV_ALL;
+		u.adv_forget = MMF_ADV_ALL | MMF_ADV_OURS;
 		for (long i = 0; i < n; i++)
 			if (span((uint64_t)iov[i].base, iov[i].len, &s, &e))
 				mmf_map_update(&map, s, e, &u);
@@ -707,6 +778,8 @@ static void trace(const struct mmf_op *op, const char *what, long r)
 /* ---- the entry point ---------------------------------------------------- */
 
 static long run_brk(struct mmf_op *op, struct mmf_tstats *t);
+static uint64_t align_plan(const struct mmf_op *op);
+static long mmap_aligned(const struct mmf_op *op, struct mmf_tstats *t, uint64_t A);
 
 long mmf_run(struct mmf_op *op)
 {
@@ -791,12 +864,81 @@ long mmf_run(struct mmf_op *op)
 		}
 	}
 
+	uint64_t align = (k == MMF_K_MMAP && mode == MMF_MODE_SAFE) ? align_plan(op) : 0;
 	wenter();
-	long r = forward(op, t, asked);
+	long r = align ? mmap_aligned(op, t, align) : forward(op, t, asked);
 	record(op, r, &hint);
 	wleave();
 	if (tracing)
 		trace(op, "forwarded", r);
+	return r;
+}
+
+/* The folio alignment a new mapping should get, or 0.  Only private
+ * anonymous mappings where the kernel picks the address (no MAP_FIXED, no
+ * hint): a caller's address is never changed. */
+static uint64_t align_plan(const struct mmf_op *op)
+{
+	int flags = (int)op->a[3];
+	if (!align_active || op->a[0] != 0 || !(flags & MAP_ANONYMOUS) ||
+	    (flags & MAP_TYPE) != MAP_PRIVATE ||
+	    (flags & (MAP_FIXED | MAP_FIXED_NOREPLACE | MAP_GROWSDOWN | MAP_HUGETLB | MAP_LOCKED |
+		      MAP_32BIT)))
+		return 0;
+	uint64_t len = ((uint64_t)op->a[1] + page - 1) & ~(uint64_t)(page - 1);
+	if (len < (uint64_t)op->a[1] || len > (1ull << 46))
+		return 0;
+	int advised = thp_active && !thp_disabled && len >= (uint64_t)cfg.v[MMF_OPT_THP_MIN];
+	return mmf_folio_align_for(&folio, len, cfg.v[MMF_OPT_ALIGN], cfg.v[MMF_OPT_ALIGN_MIN], advised);
+}
+
+/* Places the mapping of op at an A-aligned address.  First one call: the
+ * next aligned spot below the lowest mapping seen, with MAP_FIXED_NOREPLACE
+ * (EEXIST if taken).  Else map A bytes more and trim both ends.  Else the
+ * caller's own call, unchanged: alignment never makes a call fail.  The
+ * length and every other argument are the caller's. */
+static long mmap_aligned(const struct mmf_op *op, struct mmf_tstats *t, uint64_t A)
+{
+	uint64_t len = ((uint64_t)op->a[1] + page - 1) & ~(uint64_t)(page - 1);
+	struct mmf_op o = *op;
+	uint64_t t0 = mmf_ticks();
+	long r;
+	if (low_water > len + A) {
+		uint64_t guess = (low_water - len) & ~(A - 1);
+		o.a[0] = (long)guess;
+		o.a[3] = op->a[3] | MAP_FIXED_NOREPLACE;
+		r = o.fwd(&o);
+		if ((uint64_t)r == guess)
+			goto aligned;
+		if (!is_err(r)) /* a kernel that ignores MAP_FIXED_NOREPLACE */
+			mmf_sys_munmap((void *)r, len);
+	}
+	o.a[0] = 0;
+	o.a[3] = op->a[3];
+	o.a[1] = (long)(len + A - page);
+	r = o.fwd(&o);
+	if (!is_err(r)) {
+		uint64_t s = ((uint64_t)r + A - 1) & ~(A - 1), end = (uint64_t)r + len + A - page;
+		if (s > (uint64_t)r)
+			mmf_sys_munmap((void *)r, s - (uint64_t)r);
+		if (end > s + len)
+			mmf_sys_munmap((void *)(s + len), end - (s + len));
+		r = (long)s;
+		mmf_event(MMF_E_ALIGN_OVERMAP);
+		goto aligned;
+	}
+	mmf_event(MMF_E_ALIGN_GAVEUP);
+	r = op->fwd(op);
+	goto done;
+aligned:
+	mmf_event(MMF_E_ALIGNED);
+	mmf_event_add(MMF_E_ALIGNED_BYTES, len);
+done:
+	mmf_stat_add(t, op->kind, MMF_S_KERNEL_NS, mmf_ticks() - t0);
+	mmf_stat_add(t, op->kind, MMF_S_FORWARDED, 1);
+	mmf_stat_add(t, op->kind, MMF_S_BYTES_KERNEL, len);
+	if (is_err(r))
+		mmf_stat_add(t, op->kind, MMF_S_ERRORS, 1);
 	return r;
 }
 
@@ -819,9 +961,10 @@ static long run_brk(struct mmf_op *op, struct mmf_tstats *t)
 
 void mmf_note_prctl(long option, long arg2, long result)
 {
-	(void)arg2;
 	if (option == PR_SET_MDWE && result == 0)
 		__atomic_store_n(&mdwe, 1, __ATOMIC_RELAXED);
+	if (option == PR_SET_THP_DISABLE && result == 0)
+		__atomic_store_n(&thp_disabled, arg2 != 0, __ATOMIC_RELAXED);
 }
 
 void mmf_note_personality(unsigned long persona, long result)
@@ -925,3 +1068,44 @@ void mmf_fini(void)
 }
 
 int mmf_mode(void) { return mode; }
+
+void mmf_folio_report(struct mmf_buf *b, int json)
+{
+	uint64_t now[MMF_FOLIO_SIZES];
+	static const char *const st[] = {"never", "madvise", "always"};
+	long huge = mmf_folio_anon_huge();
+	mmf_folio_fault_counts(&folio, now);
+	if (json) {
+		mmf_puts(b, ",\"folio\":{\"thp\":\"");
+		mmf_puts(b, st[folio.top]);
+		mmf_puts(b, "\",\"advising\":");
+		mmf_putu(b, (uint64_t)(thp_active && !thp_disabled));
+		mmf_puts(b, ",\"anon_huge_bytes\":");
+		mmf_puti(b, huge);
+		mmf_puts(b, ",\"anon_fault_alloc\":{");
+		for (int i = 0; i < folio.nsizes; i++) {
+			mmf_puts(b, i ? ",\"" : "\"");
+			mmf_putu(b, folio.size[i] >> 10);
+			mmf_puts(b, "kB\":");
+			mmf_putu(b, now[i] - faults0[i]);
+		}
+		mmf_puts(b, "}}");
+		return;
+	}
+	mmf_puts(b, "folios: THP ");
+	mmf_puts(b, st[folio.top]);
+	mmf_puts(b, thp_active && !thp_disabled ? ", advising" : ", not advising");
+	mmf_puts(b, "; AnonHugePages ");
+	mmf_puti(b, huge < 0 ? -1 : huge >> 10);
+	mmf_puts(b, " kB; anon_fault_alloc during the run (system-wide):");
+	int any = 0;
+	for (int i = 0; i < folio.nsizes; i++)
+		if (folio.state[i] != MMF_THP_NEVER || now[i] != faults0[i]) {
+			mmf_putc(b, ' ');
+			mmf_putu(b, folio.size[i] >> 10);
+			mmf_puts(b, "kB ");
+			mmf_putu(b, now[i] - faults0[i]);
+			any = 1;
+		}
+	mmf_puts(b, any ? "\n" : " none enabled\n");
+}

@@ -55,6 +55,10 @@ int mmf_mode(void);
 uint64_t mmf_ticks(void);
 uint64_t mmf_ticks_to_ns(uint64_t ticks);
 
+struct mmf_buf;
+/* The large-folio part of the report (settings, kernel counters). */
+void mmf_folio_report(struct mmf_buf *b, int json);
+
 /* Writes the statistics report to fd (text or JSON).  Async-signal-safe. */
 void mmf_report(int fd, int format);
 

@@ -30,7 +30,10 @@ enum {
 	MMF_ADV_DONTFORK = 1u << 2,   /* MADV_DONTFORK   / MADV_DOFORK */
 	MMF_ADV_DONTDUMP = 1u << 3,   /* MADV_DONTDUMP   / MADV_DODUMP */
 	MMF_ADV_WIPEONFORK = 1u << 4, /* MADV_WIPEONFORK / MADV_KEEPONFORK */
-	MMF_ADV_ALL = 0x1f
+	MMF_ADV_ALL = 0x1f,
+	/* Not a VMA flag: MADV_HUGEPAGE here was mmfold's own advice (so a
+	 * MAP_FIXED commit inside it gets the advice again). */
+	MMF_ADV_OURS = 1u << 5,
 };
 
 /* What is known about one range.  prot, lock, sealed and pkey may be

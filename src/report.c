@@ -53,6 +53,8 @@ static void text(struct mmf_buf *b, const struct mmf_tstats *s, const uint64_t *
 		}
 	if (any)
 		mmf_putc(b, '\n');
+	if (mmf_mode() == MMF_MODE_SAFE)
+		mmf_folio_report(b, 0);
 }
 
 static void json(struct mmf_buf *b, const struct mmf_tstats *s, const uint64_t *ev,
@@ -90,7 +92,10 @@ static void json(struct mmf_buf *b, const struct mmf_tstats *s, const uint64_t *
 		mmf_puts(b, "\":");
 		mmf_putu(b, ev[e]);
 	}
-	mmf_puts(b, "}}\n");
+	mmf_putc(b, '}');
+	if (mmf_mode() == MMF_MODE_SAFE)
+		mmf_folio_report(b, 1);
+	mmf_puts(b, "}\n");
 }
 
 void mmf_report(int fd, int format)

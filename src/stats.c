@@ -50,6 +50,7 @@ const char *mmf_field_name(int f) { return field_names[f]; }
 const char *mmf_event_name(int e) { return event_names[e]; }
 
 void mmf_event(int e) { __atomic_fetch_add(&events[e], 1, __ATOMIC_RELAXED); }
+void mmf_event_add(int e, uint64_t n) { __atomic_fetch_add(&events[e], n, __ATOMIC_RELAXED); }
 
 static struct block *claim(void)
 {

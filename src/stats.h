@@ -43,7 +43,13 @@ enum {
 					    held the map: forwarded, forgotten */ \
 	X(VERIFY_CHECKS, "verify_checks") X(VERIFY_MISMATCH, "verify_mismatches") \
 	X(BUSY, "map_busy")               /* reader gave up: forwarded */       \
-	X(FORKS, "forks")
+	X(FORKS, "forks")                                                      \
+	X(THP_ADVISED, "thp_advised")     /* mappings given MADV_HUGEPAGE */    \
+	X(THP_BYTES, "thp_advised_bytes")                                      \
+	X(ALIGNED, "aligned")             /* mappings placed folio-aligned */   \
+	X(ALIGNED_BYTES, "aligned_bytes")                                      \
+	X(ALIGN_OVERMAP, "align_overmapped") /* took the map-and-trim path */   \
+	X(ALIGN_GAVEUP, "align_gave_up")  /* placed as the kernel chose */
 
 enum {
 #define X(id, name, ...) MMF_E_##id,
@@ -67,6 +73,7 @@ static inline void mmf_stat_add(struct mmf_tstats *t, int kind, int field, uint6
 }
 
 void mmf_event(int e);
+void mmf_event_add(int e, uint64_t n);
 
 /* Thread exit: fold this thread's counters into the retired totals. */
 void mmf_stats_thread_exit(void *block);

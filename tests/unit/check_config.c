@@ -61,6 +61,17 @@ START_TEST(good_values)
 		{"MMFOLD_VERIFY=2", MMF_OPT_VERIFY, 2},
 		{"MMFOLD_LOG=0x3", MMF_OPT_LOG, 3},
 		{"MMFOLD_STRICT=1", MMF_OPT_STRICT, 1},
+		{"MMFOLD_THP=off", MMF_OPT_THP, MMF_THP_OFF},
+		{"MMFOLD_THP=advise", MMF_OPT_THP, MMF_THP_ADVISE},
+		{"MMFOLD_THP_MIN=64K", MMF_OPT_THP_MIN, 65536},
+		{"MMFOLD_THP_MIN=1g", MMF_OPT_THP_MIN, 1L << 30},
+		{"MMFOLD_THP_MIN=8192", MMF_OPT_THP_MIN, 8192},
+		{"MMFOLD_ALIGN=off", MMF_OPT_ALIGN, MMF_ALIGN_OFF},
+		{"MMFOLD_ALIGN=AUTO", MMF_OPT_ALIGN, MMF_ALIGN_AUTO},
+		{"MMFOLD_ALIGN=2M", MMF_OPT_ALIGN, 2L << 20},
+		{"MMFOLD_ALIGN=65536", MMF_OPT_ALIGN, 65536},
+		{"MMFOLD_ALIGN_MIN=1M", MMF_OPT_ALIGN_MIN, 1L << 20},
+		{"MMFOLD_ALIGN_MIN=0", MMF_OPT_ALIGN_MIN, 0},
 	};
 	for (unsigned i = 0; i < sizeof t / sizeof t[0]; i++) {
 		ck_assert_msg(parse1(&c, t[i].kv, &l) == 0, "%s: %s", t[i].kv, l.last);
@@ -97,6 +108,15 @@ START_TEST(bad_values)
 		{"MMFOLD_LOG= 1", "not a number", "using 0", MMF_OPT_LOG, 0},
 		{"MMFOLD_STRICT=please", "MMFOLD_STRICT", "using 0", MMF_OPT_STRICT, 0},
 		{"MMFOLD_MODEE=safe", "unknown variable MMFOLD_MODEE", "ignored", MMF_OPT_MODE, MMF_MODE_SAFE},
+		{"MMFOLD_THP=always", "MMFOLD_THP", "using auto", MMF_OPT_THP, MMF_THP_AUTO},
+		{"MMFOLD_THP_MIN=2X", "expected a size", "using 2097152", MMF_OPT_THP_MIN, 2L << 20},
+		{"MMFOLD_THP_MIN=100", "out of range 4096..", "using 2097152", MMF_OPT_THP_MIN, 2L << 20},
+		{"MMFOLD_THP_MIN=-1M", "expected a size", "using 2097152", MMF_OPT_THP_MIN, 2L << 20},
+		{"MMFOLD_THP_MIN=99999999999G", "expected a size", "using 2097152", MMF_OPT_THP_MIN, 2L << 20},
+		{"MMFOLD_ALIGN=3M", "power of two", "using auto", MMF_OPT_ALIGN, MMF_ALIGN_AUTO},
+		{"MMFOLD_ALIGN=2G", "power of two", "using auto", MMF_OPT_ALIGN, MMF_ALIGN_AUTO},
+		{"MMFOLD_ALIGN=big", "expected auto, off or a size", "using auto", MMF_OPT_ALIGN, MMF_ALIGN_AUTO},
+		{"MMFOLD_ALIGN_MIN=1T", "expected a size", "using 0", MMF_OPT_ALIGN_MIN, 0},
 	};
 	for (unsigned i = 0; i < sizeof t / sizeof t[0]; i++) {
 		ck_assert_int_eq(parse1(&c, t[i].kv, &l), 1);

@@ -215,6 +215,8 @@ START_TEST(bad_configuration)
 {
 	const char *env[] = {"MMFOLD_MODE=turbo",      "MMFOLD_STATS=2",   "MMFOLD_STATS_FORMAT=yaml",
 			     "MMFOLD_VERIFY=7",        "MMFOLD_LOG=loud",  "MMFOLD_STRICT=maybe",
+			     "MMFOLD_THP=yes",         "MMFOLD_THP_MIN=1", "MMFOLD_ALIGN=5K",
+			     "MMFOLD_ALIGN_MIN=x",
 			     "MMFOLD_STATS_FILE=/nonexistent-dir/x", NULL};
 	char *argv[] = {prog("scenario"), (char *)"noop", (char *)"10", NULL};
 	struct result r;
@@ -224,10 +226,12 @@ START_TEST(bad_configuration)
 	int lines = 0;
 	for (const char *p = r.err; *p; p++)
 		lines += *p == '\n';
-	ck_assert_msg(lines == 6, "expected 6 warning lines, got:\n%s", r.err);
+	ck_assert_msg(lines == 10, "expected 10 warning lines, got:\n%s", r.err);
 	static const char *const names[] = {"MMFOLD_MODE=turbo", "MMFOLD_STATS=2", "MMFOLD_STATS_FORMAT=yaml",
-					    "MMFOLD_VERIFY=7", "MMFOLD_LOG=loud", "MMFOLD_STRICT=maybe"};
-	for (int i = 0; i < 6; i++)
+					    "MMFOLD_VERIFY=7", "MMFOLD_LOG=loud", "MMFOLD_STRICT=maybe",
+					    "MMFOLD_THP=yes", "MMFOLD_THP_MIN=1", "MMFOLD_ALIGN=5K",
+					    "MMFOLD_ALIGN_MIN=x"};
+	for (int i = 0; i < 10; i++)
 		ck_assert_msg(strstr(r.err, names[i]), "no line for %s in:\n%s", names[i], r.err);
 	/* the stats file that cannot be opened is reported when used */
 	const char *env2[] = {"MMFOLD_STATS=1", "MMFOLD_STATS_FILE=/nonexistent-dir/x", NULL};
@@ -265,6 +269,95 @@ START_TEST(verify_mode)
 	const char *env2[] = {NULL};
 	run(&r, 1, env2, argv2);
 	ck_assert_int_eq(r.status, 128 + 11);
+}
+END_TEST
+
+/* ---- large folios: placement and advice (tests/progs/folio.c) ---- */
+
+static int thp_never(void)
+{
+	char buf[128];
+	slurp("/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof buf);
+	return !buf[0] || strstr(buf, "[never]") != NULL;
+}
+
+static void folio_run(struct result *r, const char *what, const char *const *env)
+{
+	char *argv[] = {prog("folio"), (char *)what, NULL};
+	run(r, 1, env, argv);
+	ck_assert_msg(r->status == 0, "folio %s exited %d:\n%s%s", what, r->status, r->out, r->err);
+}
+
+/* Alignment never leaves pages behind nor changes a length; with an
+ * explicit 2 MiB alignment every mapping of at least 2 MiB is aligned. */
+START_TEST(folio_place)
+{
+	struct result r;
+	const char *env_off[] = {"MMFOLD_MODE=off", NULL};
+	folio_run(&r, "place", env_off);
+	ck_assert_ptr_nonnull(strstr(r.out, "maps as before: yes"));
+	folio_run(&r, "place", NULL);
+	ck_assert_msg(strstr(r.out, "maps as before: yes"), "%s%s", r.out, r.err);
+	const char *env2m[] = {"MMFOLD_ALIGN=2M", "MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
+	folio_run(&r, "place", env2m);
+	ck_assert_msg(strstr(r.out, "2M-aligned 12 of 12 large"), "%s", r.out);
+	ck_assert_ptr_nonnull(strstr(r.out, "maps as before: yes"));
+	ck_assert_msg(strstr(r.err, "\"aligned\":"), "%s", r.err);
+	ck_assert_msg(!strstr(r.err, "\"aligned\":0,"), "no mapping aligned:\n%s", r.err);
+	const char *env64k[] = {"MMFOLD_ALIGN=64K", NULL};
+	folio_run(&r, "place", env64k);
+	ck_assert_msg(strstr(r.out, "64K-aligned 18 of 18"), "%s", r.out);
+	ck_assert_ptr_nonnull(strstr(r.out, "maps as before: yes"));
+}
+END_TEST
+
+/* A caller's address (hint, MAP_FIXED, MAP_FIXED_NOREPLACE) and length
+ * are never changed. */
+START_TEST(folio_hint)
+{
+	struct result off, on;
+	const char *env_off[] = {"MMFOLD_MODE=off", NULL};
+	const char *env_on[] = {"MMFOLD_ALIGN=2M", "MMFOLD_THP=advise", NULL};
+	folio_run(&off, "hint", env_off);
+	folio_run(&on, "hint", env_on);
+	ck_assert_str_eq(on.out, off.out);
+	ck_assert_ptr_null(strstr(on.out, "NO"));
+}
+END_TEST
+
+/* MADV_NOHUGEPAGE and PR_SET_THP_DISABLE win over mmfold's advice. */
+START_TEST(folio_nohuge)
+{
+	struct result off, on;
+	const char *env_off[] = {"MMFOLD_MODE=off", NULL};
+	const char *env_on[] = {"MMFOLD_THP=advise", NULL};
+	folio_run(&off, "nohuge", env_off);
+	folio_run(&on, "nohuge", env_on);
+	ck_assert_str_eq(on.out, off.out);
+	ck_assert_ptr_nonnull(strstr(on.out, "advised away: nh 1 hg 0"));
+	ck_assert_ptr_nonnull(strstr(on.out, "reservation: hg 0"));
+	ck_assert_ptr_nonnull(strstr(on.out, "THP_DISABLE: hg 0"));
+}
+END_TEST
+
+/* A MAP_FIXED commit inside a reservation mmfold advised gets the advice
+ * again (how JVMs commit heap); MMFOLD_THP=off and mode off do nothing. */
+START_TEST(folio_inherit)
+{
+	struct result r;
+	const char *env_on[] = {"MMFOLD_THP=advise", "MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
+	folio_run(&r, "inherit", env_on);
+	ck_assert_ptr_nonnull(strstr(r.out, "content ok: yes"));
+	if (!thp_never()) {
+		ck_assert_msg(strstr(r.out, "commit: hg 1"), "%s", r.out);
+		ck_assert_msg(!strstr(r.err, "\"thp_advised\":0,"), "%s", r.err);
+	}
+	const char *env_thp_off[] = {"MMFOLD_THP=off", NULL};
+	folio_run(&r, "inherit", env_thp_off);
+	ck_assert_ptr_nonnull(strstr(r.out, "commit: hg 0"));
+	const char *env_off[] = {"MMFOLD_MODE=off", NULL};
+	folio_run(&r, "inherit", env_off);
+	ck_assert_ptr_nonnull(strstr(r.out, "commit: hg 0"));
 }
 END_TEST
 
@@ -308,6 +401,14 @@ Suite *preload_suite(void)
 	tcase_add_test(tc, bad_configuration);
 	tcase_add_test(tc, verify_mode);
 	suite_add_tcase(s, tc);
+	TCase *f = tcase_create("folio");
+	tcase_add_checked_fixture(f, setup, teardown);
+	tcase_set_timeout(f, 120);
+	tcase_add_test(f, folio_place);
+	tcase_add_test(f, folio_hint);
+	tcase_add_test(f, folio_nohuge);
+	tcase_add_test(f, folio_inherit);
+	suite_add_tcase(s, f);
 	TCase *d = tcase_create("differential");
 	tcase_add_checked_fixture(d, setup, teardown);
 	tcase_set_timeout(d, 300);

@@ -1,0 +1,43 @@
+/* Large folios: what the kernel offers (THP and mTHP sizes and their
+ * settings), which alignment suits a new anonymous mapping, and the
+ * kernel's own counters for the report.  Reads sysfs with raw system calls
+ * only; probing runs once at start-up. */
+#ifndef MMF_FOLIO_H
+#define MMF_FOLIO_H
+
+#include <stdint.h>
+
+enum { MMF_THP_NEVER = 0, MMF_THP_MADVISE = 1, MMF_THP_ALWAYS = 2 };
+
+#define MMF_FOLIO_SIZES 16
+
+struct mmf_folio_sys {
+	int top;             /* /sys/kernel/mm/transparent_hugepage/enabled */
+	int nsizes;          /* sizes found, ascending */
+	uint64_t size[MMF_FOLIO_SIZES];
+	int state[MMF_FOLIO_SIZES]; /* effective: "inherit" resolved to top */
+};
+
+/* Reads the system's settings into *f (all never when THP is absent). */
+void mmf_folio_probe(struct mmf_folio_sys *f);
+
+/* Does any folio size get used for a VMA that has MADV_HUGEPAGE?  That is
+ * when advising pays: some size is "madvise" (an "always" size needs no
+ * advice). */
+int mmf_folio_advice_pays(const struct mmf_folio_sys *f);
+
+/* The alignment for a new anonymous mapping of len bytes, or 0 for none.
+ * cfg_align: MMF_ALIGN_AUTO, MMF_ALIGN_OFF or a size; cfg_min: the
+ * smallest mapping aligned (0: the alignment itself); advised: the mapping
+ * will carry MADV_HUGEPAGE.  auto picks 64 KiB on arm64 (contiguous PTEs),
+ * elsewhere the largest size in use for this mapping that len can hold. */
+uint64_t mmf_folio_align_for(const struct mmf_folio_sys *f, uint64_t len, long cfg_align,
+			     long cfg_min, int advised);
+
+/* anon_fault_alloc of every size (sysfs, system-wide), in f's order. */
+void mmf_folio_fault_counts(const struct mmf_folio_sys *f, uint64_t out[MMF_FOLIO_SIZES]);
+
+/* This process's AnonHugePages (PMD-mapped THP) in bytes, or -1. */
+long mmf_folio_anon_huge(void);
+
+#endif

@@ -1,0 +1,156 @@
+/* Large-folio policy checks (tests/unit/check_preload.c, suite "folio").
+ *   folio place    maps and unmaps anonymous mappings of several sizes:
+ *                  prints how many came back 2 MiB / 64 KiB aligned and
+ *                  whether /proc/self/maps is exactly as before (nothing
+ *                  left over, no length changed)
+ *   folio hint     a hinted, a MAP_FIXED and a MAP_FIXED_NOREPLACE mapping
+ *                  must land where asked
+ *   folio nohuge   MADV_NOHUGEPAGE and PR_SET_THP_DISABLE are respected
+ *   folio inherit  a MAP_FIXED commit inside a large reservation: its
+ *                  VmFlags (hg when mmfold advised the reservation) */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
+static char *slurp(const char *path)
+{
+	static char buf[1 << 20];
+	int fd = open(path, O_RDONLY);
+	size_t n = 0;
+	ssize_t r;
+	while (fd >= 0 && (r = read(fd, buf + n, sizeof buf - 1 - n)) > 0)
+		n += (size_t)r;
+	if (fd >= 0)
+		close(fd);
+	buf[n] = 0;
+	return buf;
+}
+
+/* The VmFlags line of the VMA containing p ("" if none). */
+static void vmflags(void *p, char *out, size_t n)
+{
+	char *s = slurp("/proc/self/smaps");
+	uintptr_t a = (uintptr_t)p;
+	out[0] = 0;
+	for (char *line = s; line && *line;) {
+		char *next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		unsigned long lo, hi;
+		static int in;
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+			in = a >= lo && a < hi;
+		else if (in && !strncmp(line, "VmFlags:", 8)) {
+			snprintf(out, n, "%s", line + 8);
+			in = 0;
+		}
+		line = next;
+	}
+}
+
+static int has(const char *flags, const char *f)
+{
+	char pat[8];
+	snprintf(pat, sizeof pat, " %s", f);
+	const char *p = strstr(flags, pat);
+	return p && (p[3] == ' ' || p[3] == 0);
+}
+
+static void *must_map(void *a, size_t len, int prot, int flags)
+{
+	void *p = mmap(a, len, prot, flags | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		perror("mmap");
+		exit(2);
+	}
+	return p;
+}
+
+int main(int argc, char **argv)
+{
+	const char *what = argc > 1 ? argv[1] : "place";
+	printf("folio %s\n", what);
+	fflush(stdout);
+	if (!strcmp(what, "place")) {
+		static const size_t sizes[] = {(3 << 20) + 4096, 5 << 20, 2 << 20, 64 << 10,
+					       (1 << 20) + 12288, (4 << 20) + (64 << 10)};
+		static char before[1 << 16];
+		int a2m = 0, a64k = 0, n = (int)(sizeof sizes / sizeof sizes[0]);
+		/* a first round lets libc and mmfold make their own allocations */
+		for (int round = 0; round < 4; round++) {
+			if (round == 1) {
+				snprintf(before, sizeof before, "%s", slurp("/proc/self/maps"));
+				a2m = a64k = 0;
+			}
+			for (int i = 0; i < n; i++) {
+				char *p = must_map(NULL, sizes[i], PROT_READ | PROT_WRITE, 0);
+				char *q = must_map(NULL, 8192, PROT_READ, 0); /* a neighbour */
+				p[0] = 1;
+				p[sizes[i] - 1] = 2;
+				if (sizes[i] >= (2u << 20))
+					a2m += ((uintptr_t)p & ((2u << 20) - 1)) == 0;
+				a64k += ((uintptr_t)p & 0xffff) == 0;
+				if (munmap(p, sizes[i]) || munmap(q, 8192))
+					return 3;
+			}
+		}
+		char *after = slurp("/proc/self/maps");
+		printf("2M-aligned %d of %d large, 64K-aligned %d of %d\n", a2m, 3 * 4, a64k, 3 * n);
+		printf("maps as before: %s\n", strcmp(before, after) ? "NO" : "yes");
+		if (strcmp(before, after))
+			fprintf(stderr, "before:\n%s\nafter:\n%s\n", before, after);
+	} else if (!strcmp(what, "hint")) {
+		char *h1 = (char *)0x6f0000003000, *h2 = (char *)0x6f0001005000,
+		     *h3 = (char *)0x6f0002007000;
+		char *p = must_map(h1, 3 << 20, PROT_READ | PROT_WRITE, 0);
+		char *q = must_map(h2, 3 << 20, PROT_READ | PROT_WRITE, MAP_FIXED);
+		char *r = must_map(h3, 3 << 20, PROT_READ | PROT_WRITE, MAP_FIXED_NOREPLACE);
+		printf("hint kept: %s\n", p == h1 ? "yes" : "NO");
+		printf("fixed kept: %s\n", q == h2 ? "yes" : "NO");
+		printf("noreplace kept: %s\n", r == h3 ? "yes" : "NO");
+		/* exact length: the page after each is not part of it */
+		printf("length kept: %s\n",
+		       (munmap(p, 3 << 20) || munmap(q, 3 << 20) || munmap(r, 3 << 20) ||
+			mmap(h1 + (3 << 20), 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+			     -1, 0) == MAP_FAILED)
+			       ? "NO"
+			       : "yes");
+	} else if (!strcmp(what, "nohuge")) {
+		char f[512];
+		char *p = must_map(NULL, 4 << 20, PROT_READ | PROT_WRITE, 0);
+		if (madvise(p, 4 << 20, MADV_NOHUGEPAGE))
+			return 4;
+		vmflags(p, f, sizeof f);
+		printf("advised away: nh %d hg %d\n", has(f, "nh"), has(f, "hg"));
+		char *res = must_map(NULL, 16 << 20, PROT_NONE, MAP_NORESERVE);
+		if (madvise(res, 16 << 20, MADV_NOHUGEPAGE))
+			return 4;
+		char *c = must_map(res + (2 << 20), 4 << 20, PROT_READ | PROT_WRITE, MAP_FIXED);
+		vmflags(c, f, sizeof f);
+		printf("commit in a no-huge reservation: hg %d\n", has(f, "hg"));
+		if (prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0))
+			return 5;
+		char *d = must_map(NULL, 4 << 20, PROT_READ | PROT_WRITE, 0);
+		vmflags(d, f, sizeof f);
+		printf("with PR_SET_THP_DISABLE: hg %d\n", has(f, "hg"));
+	} else if (!strcmp(what, "inherit")) {
+		char f[512];
+		char *res = must_map(NULL, 64 << 20, PROT_NONE, MAP_NORESERVE);
+		char *c = must_map(res + (4 << 20), 1 << 20, PROT_READ | PROT_WRITE, MAP_FIXED);
+		vmflags(c, f, sizeof f);
+		printf("commit: hg %d\n", has(f, "hg"));
+		memset(c, 1, 1 << 20);
+		printf("content ok: %s\n", c[12345] == 1 ? "yes" : "NO");
+	}
+	return 0;
+}
