@@ -780,6 +780,7 @@ static void trace(const struct mmf_op *op, const char *what, long r)
 static long run_brk(struct mmf_op *op, struct mmf_tstats *t);
 static uint64_t align_plan(const struct mmf_op *op);
 static long mmap_aligned(const struct mmf_op *op, struct mmf_tstats *t, uint64_t A);
+static int mremap_aligned(const struct mmf_op *op, struct mmf_tstats *t, long *res);
 
 long mmf_run(struct mmf_op *op)
 {
@@ -866,7 +867,11 @@ long mmf_run(struct mmf_op *op)
 
 	uint64_t align = (k == MMF_K_MMAP && mode == MMF_MODE_SAFE) ? align_plan(op) : 0;
 	wenter();
-	long r = align ? mmap_aligned(op, t, align) : forward(op, t, asked);
+	long r;
+	if (align)
+		r = mmap_aligned(op, t, align);
+	else if (!(k == MMF_K_MREMAP && mode == MMF_MODE_SAFE && mremap_aligned(op, t, &r)))
+		r = forward(op, t, asked);
 	record(op, r, &hint);
 	wleave();
 	if (tracing)
@@ -940,6 +945,67 @@ done:
 	if (is_err(r))
 		mmf_stat_add(t, op->kind, MMF_S_ERRORS, 1);
 	return r;
+}
+
+/* mremap(MREMAP_MAYMOVE) of an aligned anonymous mapping: keep the
+ * alignment.  Grow in place if the kernel can (what it tries first anyway);
+ * else move it with MREMAP_FIXED into an aligned spot reserved for it; else
+ * the caller's own call.  Returns 1 and sets *res when it did the call. */
+static int mremap_aligned(const struct mmf_op *op, struct mmf_tstats *t, long *res)
+{
+	uint64_t old = (uint64_t)op->a[0];
+	uint64_t newlen = ((uint64_t)op->a[2] + page - 1) & ~(uint64_t)(page - 1);
+	struct mmf_rec rec;
+	uint64_t oldlen = ((uint64_t)op->a[1] + page - 1) & ~(uint64_t)(page - 1);
+	/* Only a plain move of one owned, unsealed record: a resizing move of
+	 * one VMA fails before it changes anything, so a failed attempt can be
+	 * undone by unmapping the reserved target. */
+	if (!align_active || op->a[3] != MREMAP_MAYMOVE || newlen < (uint64_t)op->a[2] ||
+	    newlen > (1ull << 46) || !oldlen || newlen <= oldlen ||
+	    !mmf_map_lookup(&map, old, &rec) || !rec.a.owned || rec.a.sealed != 0 ||
+	    rec.start > old || rec.end < old + oldlen)
+		return 0;
+	int advised = (rec.a.adv_known & MMF_ADV_HUGEPAGE) && (rec.a.adv_set & MMF_ADV_HUGEPAGE);
+	uint64_t A = mmf_folio_align_for(&folio, newlen, cfg.v[MMF_OPT_ALIGN],
+					 cfg.v[MMF_OPT_ALIGN_MIN], advised);
+	if (!A || (old & (A - 1)))
+		return 0;
+	struct mmf_op o = *op;
+	uint64_t t0 = mmf_ticks();
+	o.a[3] = 0; /* in place */
+	long r = o.fwd(&o);
+	if (is_err(r)) {
+		uint64_t span_len = newlen + A - page;
+		long res0 = mmf_sys6(SYS_mmap, 0, (long)span_len, PROT_NONE,
+				     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		r = -ENOMEM;
+		if (!is_err(res0)) {
+			uint64_t base = (uint64_t)res0, tgt = (base + A - 1) & ~(A - 1);
+			if (tgt > base)
+				mmf_sys_munmap((void *)base, tgt - base);
+			if (base + span_len > tgt + newlen)
+				mmf_sys_munmap((void *)(tgt + newlen), base + span_len - (tgt + newlen));
+			o.a[3] = MREMAP_MAYMOVE | MREMAP_FIXED;
+			o.a[4] = (long)tgt;
+			r = o.fwd(&o);
+			if (is_err(r))
+				mmf_sys_munmap((void *)tgt, newlen);
+		}
+		if (is_err(r)) {
+			mmf_event(MMF_E_ALIGN_GAVEUP);
+			r = op->fwd(op);
+		} else {
+			mmf_event(MMF_E_ALIGNED);
+			mmf_event_add(MMF_E_ALIGNED_BYTES, newlen);
+		}
+	}
+	mmf_stat_add(t, op->kind, MMF_S_KERNEL_NS, mmf_ticks() - t0);
+	mmf_stat_add(t, op->kind, MMF_S_FORWARDED, 1);
+	mmf_stat_add(t, op->kind, MMF_S_BYTES_KERNEL, newlen);
+	if (is_err(r))
+		mmf_stat_add(t, op->kind, MMF_S_ERRORS, 1);
+	*res = r;
+	return 1;
 }
 
 /* brk/sbrk: the heap may shrink over ranges the map knows. */

@@ -143,6 +143,26 @@ int main(int argc, char **argv)
 		char *d = must_map(NULL, 4 << 20, PROT_READ | PROT_WRITE, 0);
 		vmflags(d, f, sizeof f);
 		printf("with PR_SET_THP_DISABLE: hg %d\n", has(f, "hg"));
+	} else if (!strcmp(what, "mremap")) {
+		/* grow a mapping that cannot grow in place: it moves */
+		static char before[1 << 16];
+		size_t l = 4 << 20, nl = (6 << 20) + (64 << 10);
+		char *w = must_map(NULL, l, PROT_READ | PROT_WRITE, 0); /* warm-up */
+		munmap(w, l);
+		snprintf(before, sizeof before, "%s", slurp("/proc/self/maps"));
+		char *p = must_map(NULL, l, PROT_READ | PROT_WRITE, 0);
+		memset(p, 7, l);
+		char *blk = mmap(p + l, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+		char *q = mremap(p, l, nl, MREMAP_MAYMOVE);
+		if (q == MAP_FAILED || blk == MAP_FAILED)
+			return 6;
+		q[nl - 1] = 1;
+		printf("moved: %s\n", q != p ? "yes" : "no");
+		printf("2M-aligned after the move: %s\n", ((uintptr_t)q & ((2u << 20) - 1)) ? "no" : "yes");
+		printf("content kept: %s\n", q[0] == 7 && q[l - 1] == 7 && q[l] == 0 ? "yes" : "NO");
+		munmap(q, nl);
+		munmap(blk, 4096);
+		printf("maps as before: %s\n", strcmp(before, slurp("/proc/self/maps")) ? "NO" : "yes");
 	} else if (!strcmp(what, "inherit")) {
 		char f[512];
 		char *res = must_map(NULL, 64 << 20, PROT_NONE, MAP_NORESERVE);

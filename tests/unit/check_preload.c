@@ -325,6 +325,22 @@ START_TEST(folio_hint)
 }
 END_TEST
 
+/* An aligned mapping that mremap must move stays aligned; nothing leaks. */
+START_TEST(folio_mremap)
+{
+	struct result r;
+	const char *env_off[] = {"MMFOLD_MODE=off", NULL};
+	folio_run(&r, "mremap", env_off);
+	ck_assert_msg(strstr(r.out, "content kept: yes") && strstr(r.out, "maps as before: yes"), "%s",
+		      r.out);
+	const char *env_on[] = {"MMFOLD_ALIGN=2M", NULL};
+	folio_run(&r, "mremap", env_on);
+	ck_assert_msg(strstr(r.out, "moved: yes") && strstr(r.out, "2M-aligned after the move: yes") &&
+			      strstr(r.out, "content kept: yes") && strstr(r.out, "maps as before: yes"),
+		      "%s", r.out);
+}
+END_TEST
+
 /* MADV_NOHUGEPAGE and PR_SET_THP_DISABLE win over mmfold's advice. */
 START_TEST(folio_nohuge)
 {
@@ -406,6 +422,7 @@ Suite *preload_suite(void)
 	tcase_set_timeout(f, 120);
 	tcase_add_test(f, folio_place);
 	tcase_add_test(f, folio_hint);
+	tcase_add_test(f, folio_mremap);
 	tcase_add_test(f, folio_nohuge);
 	tcase_add_test(f, folio_inherit);
 	suite_add_tcase(s, f);
