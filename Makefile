@@ -32,7 +32,7 @@ DEPS_BUILD   := gcc make pkg-config libc6-dev
 DEPS_CHECK   := check libsubunit-dev libunwind-dev binutils valgrind
 DEPS_CLIENTS := luajit libgc-dev libjemalloc-dev libjemalloc2 nodejs default-jdk-headless
 
-.PHONY: all lib check check-unit check-preload check-clients check-symbols demo bench \
+.PHONY: all lib check check-unit check-preload check-clients check-symbols demo bench bench-thp \
 	asan tsan valgrind deps-build deps-check deps-clients install uninstall clean
 
 all: lib
@@ -116,6 +116,10 @@ demo: deps-clients $(LIB)
 
 bench: deps-clients $(LIB)
 	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/bench tools/bench.sh
+
+# Large-folio benchmarks (root: switches hugepages-64kB/enabled and restores it).
+bench-thp: deps-clients $(LIB)
+	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/bench_thp tools/bench_thp.sh
 
 # Sanitizer and valgrind runs of the unit tests.
 asan: deps-check
