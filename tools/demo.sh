@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# mmfold demo (make demo): run a Boehm-GC program and a real client with
-# mmfold switched off and on, alternating, and show what mmfold did.
+# mmfold demo (make demo): run a Boehm-GC program, a real client and a Java
+# heap with mmfold switched off and on, alternating, and show what it did.
 #
 # env: MMFOLD_LIB  absolute path of libmmfold.so (default build/libmmfold.so)
 #      BUILD       output directory (default build/demo)
@@ -25,6 +25,7 @@ while read -r v; do
 	[[ -n $v ]] && CLEAN_ENV+=(-u "$v")
 done < <(compgen -e | grep '^MMFOLD_' || true)
 
+PREWARM=() # a command run before every measured run (part 3)
 now() { date +%s.%N; }
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 rule() { printf '%s\n' "------------------------------------------------------------------------"; }
@@ -44,6 +45,9 @@ compare_modes() {
 			stats=$BUILD/$tag.run$n.$mode.stats
 			out=$BUILD/$tag.run$n.$mode.out
 			rm -f "$stats"
+			if ((${#PREWARM[@]})); then
+				"${PREWARM[@]}" >/dev/null 2>&1 || true
+			fi
 			t0=$(now)
 			timeout -k 10 300 env "${CLEAN_ENV[@]}" LD_PRELOAD="$MMFOLD_LIB" MMFOLD_MODE=$mode \
 				MMFOLD_STATS=1 MMFOLD_STATS_FORMAT=text MMFOLD_STATS_FILE="$stats" "$@" \
@@ -145,6 +149,43 @@ else
 	echo "$note"
 	echo "command: ${client[*]}"
 	compare_modes client "${client[@]}"
+fi
+
+# ---------------------------------------------------------------- part 3
+echo
+rule
+echo "3. A Java heap and large folios (tools/bench/ThpAlloc.java, G1)"
+rule
+if ! command -v java >/dev/null || ! command -v javac >/dev/null; then
+	echo "SKIP: java/javac not installed"
+else
+	if [[ ! -f $BUILD/java/ThpAlloc.class || $ROOT/tools/bench/ThpAlloc.java -nt $BUILD/java/ThpAlloc.class ]]; then
+		mkdir -p "$BUILD/java"
+		timeout 300 javac -d "$BUILD/java" "$ROOT/tools/bench/ThpAlloc.java"
+	fi
+	cat <<'EOF'
+The JVM reserves its heap as one large mapping and commits parts of it with
+mmap(MAP_FIXED).  With the system's THP setting "madvise" (Debian's
+default) none of it gets huge pages unless someone advises it: mmfold does,
+and places large mappings on 2 MiB boundaries.  Watch "AnonHugePages" in the
+folio line of each safe-mode report (with MMFOLD_MODE=off nothing is
+advised), and the time: every huge page saves 511 page faults.  Times vary
+a lot on a virtual machine whose freed memory goes back to the host, so
+memory is warmed before each run; make bench-thp also counts the faults
+(BENCHMARKS.md).
+EOF
+	# This VM hands freed memory back to the host, and the first touch of
+	# such memory is several times slower, more so for a huge page: touch
+	# and free 2 GiB before every run, in both modes alike.
+	if [[ ! -x $BUILD/mprotect_loop || $ROOT/tools/bench/mprotect_loop.c -nt $BUILD/mprotect_loop ]]; then
+		$CC -O2 -Wall -Wextra -Werror -I"$ROOT/tools/bench" -o "$BUILD/mprotect_loop" \
+			"$ROOT/tools/bench/mprotect_loop.c"
+	fi
+	PREWARM=("$BUILD/mprotect_loop" -m 2048 -r 0 -p huge)
+	echo "before each run: ${PREWARM[*]} (touches and frees 2 GiB)"
+	jcmd=("$(command -v java)" -XX:+UseG1GC -Xms64m -Xmx1g -cp "$BUILD/java" ThpAlloc 256 80)
+	echo "command: ${jcmd[*]}"
+	compare_modes java "${jcmd[@]}"
 fi
 echo
 echo "demo finished; files in $BUILD"
