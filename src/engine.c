@@ -52,6 +52,9 @@
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000
 #endif
+#ifndef MAP_32BIT
+#define MAP_32BIT 0 /* x86 only */
+#endif
 #define HUGETLBFS_MAGIC_ 0x958458f6
 #define PROT_RWX (PROT_READ | PROT_WRITE | PROT_EXEC)
 
