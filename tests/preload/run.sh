@@ -4,7 +4,15 @@
 #   MMFOLD_LIB=/abs/path/libmmfold.so tests/preload/run.sh [TEST...]
 #
 # Env: MMFOLD_LIB (required), BUILD (default build/tests), CC (default gcc),
-#      WALK_SEEDS (default 20), WALK_STEPS (default 300).
+#      WALK_SEEDS (default 20), WALK_STEPS (default 300),
+#      WALK_SEED_LIST (default: 1..WALK_SEEDS, then 1001 and 1002 with five
+#      times the steps): the walk seeds to run instead,
+#      DIFF_FILTER (default none): a sed -E script applied to both outputs
+#      before they are compared (for lines an emulator cannot answer),
+#      RUNNER (default none): a command put before every test program, e.g.
+#      an emulator (tests/arm64/qemu-run).  The library to preload is then
+#      handed to it in RUNNER_PRELOAD, never in LD_PRELOAD (which would reach
+#      the runner itself); the runner makes it the program's LD_PRELOAD.
 # Tests: walk walk-stats errno_matrix barrier ctor sigreentry broken
 # (default: all).  Each program runs without the library (reference) and
 # with it in modes off, safe and observe; stdout and exit status must be
@@ -22,7 +30,9 @@ WALK_SEEDS=${WALK_SEEDS:-20}
 WALK_STEPS=${WALK_STEPS:-300}
 CFLAGS=(-O2 -g -Wall -Wextra -Werror -pthread)
 OUT=$BUILD/out
-unset LD_PRELOAD MMFOLD_MODE MMFOLD_STATS MMFOLD_STATS_FILE MMFOLD_STATS_FORMAT
+RUNNER=${RUNNER:-}
+read -ra runner <<<"$RUNNER"
+unset LD_PRELOAD RUNNER_PRELOAD MMFOLD_MODE MMFOLD_STATS MMFOLD_STATS_FILE MMFOLD_STATS_FORMAT
 
 pass=0 fail=0
 ok() { echo "PASS $1"; pass=$((pass + 1)); }
@@ -62,11 +72,29 @@ run() {
 	local file=$1 mode=$2
 	shift 2
 	local pre=()
-	case $mode in
-	ref) ;;
-	broken) pre=(env LD_PRELOAD="$BUILD/broken.so") ;;
-	*) pre=(env -u MMFOLD_LIB -u MMFOLD_BUILD LD_PRELOAD="$MMFOLD_LIB" MMFOLD_MODE="$mode") ;;
-	esac
+	if [ ${#runner[@]} = 0 ]; then
+		case $mode in
+		ref) ;;
+		broken) pre=(env LD_PRELOAD="$BUILD/broken.so") ;;
+		*) pre=(env -u MMFOLD_LIB -u MMFOLD_BUILD LD_PRELOAD="$MMFOLD_LIB" MMFOLD_MODE="$mode") ;;
+		esac
+	else
+		case $mode in
+		ref) pre=(env) ;;
+		broken) pre=(env RUNNER_PRELOAD="$BUILD/broken.so") ;;
+		*) pre=(env -u MMFOLD_LIB -u MMFOLD_BUILD RUNNER_PRELOAD="$MMFOLD_LIB" MMFOLD_MODE="$mode") ;;
+		esac
+		# "env VAR=VALUE... PROG ARGS": the variables are set before the
+		# runner, which passes them on; the runner runs PROG.
+		if [ "$1" = env ]; then
+			shift
+			while [ $# -gt 0 ] && [[ $1 == *=* ]]; do
+				pre+=("$1")
+				shift
+			done
+		fi
+		pre+=("${runner[@]}")
+	fi
 	local rc
 	# (the outer 2>/dev/null silences bash's "Segmentation fault" notes)
 	{ timeout -k 5 90 "${pre[@]}" "$@" >"$file" 2>"$file.stderr"; rc=$?; } 2>/dev/null
@@ -82,6 +110,11 @@ run() {
 # same NAME REF OTHER MODE: compare; prints the diff path on mismatch.
 same() {
 	local ref=$2 other=$3 mode=$4 d=$OUT/$1.diff
+	if [ -n "${DIFF_FILTER:-}" ]; then
+		sed -E "$DIFF_FILTER" "$ref" >"$ref.filtered"
+		sed -E "$DIFF_FILTER" "$other" >"$other.filtered"
+		ref=$ref.filtered other=$other.filtered
+	fi
 	if [ "$mode" = observe ]; then
 		diff <(sed '/^## stderr$/,$d' "$ref") <(sed '/^## stderr$/,$d' "$other") >"$d"
 	else
@@ -118,7 +151,7 @@ differential() {
 
 t_walk() {
 	local s first='' seeds=''
-	for s in $(seq 1 "$WALK_SEEDS") 1001 1002; do
+	for s in ${WALK_SEED_LIST:-$(seq 1 "$WALK_SEEDS") 1001 1002}; do
 		local steps=$WALK_STEPS
 		[ "$s" -gt 1000 ] && steps=$((WALK_STEPS * 5)) # two long walks
 		if ! differential "walk-$s" "$BUILD/walk" "$s" "$steps"; then
