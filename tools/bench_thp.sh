@@ -374,7 +374,7 @@ short() { # a command line with $BUILD and $ROOT shortened
 	echo "$s"
 }
 
-declare -A FAILS=() OUTDIFF=() MMFOLD_SAID=() CMDS=() SYSFS_USED=() SKIPPED=() DESCS=() WCFGS=() WKIND=()
+declare -A FAILS=() OUTDIFF=() LIB_SAID=() CMDS=() SYSFS_USED=() SKIPPED=() DESCS=() WCFGS=() WKIND=()
 NFAIL=0
 
 run_one() { # name cfg rep
@@ -405,7 +405,7 @@ run_one() { # name cfg rep
 		sed -E 's/(^| )([a-z0-9_]+)=/\1p_\2=/g' "$out" >>"$stat"
 	fi
 	if grep -q '^mmfold' "$err"; then
-		MMFOLD_SAID[$w]+="$(grep '^mmfold' "$err" | head -3 | tr '\n' ' ')"
+		LIB_SAID[$w]+="$(grep '^mmfold' "$err" | head -3 | tr '\n' ' ')"
 	fi
 }
 
@@ -632,12 +632,12 @@ outcell() { # name
 		for w in "${!SKIPPED[@]}"; do echo "- $w: ${SKIPPED[$w]}"; done
 		echo
 	fi
-	if ((NFAIL > 0)) || ((${#OUTDIFF[@]} > 0)) || ((${#MMFOLD_SAID[@]} > 0)); then
+	if ((NFAIL > 0)) || ((${#OUTDIFF[@]} > 0)) || ((${#LIB_SAID[@]} > 0)); then
 		echo "## Problems"
 		echo
 		for w in "${!FAILS[@]}"; do echo "- $w: failed runs: ${FAILS[$w]}(see $BUILD/raw/$w.*.err)"; done
 		for w in "${!OUTDIFF[@]}"; do echo "- $w: output differs from the first run in: ${OUTDIFF[$w]}(see $BUILD/raw/$w.*.out)"; done
-		for w in "${!MMFOLD_SAID[@]}"; do echo "- $w: mmfold wrote on stderr: \`${MMFOLD_SAID[$w]:0:300}\`"; done
+		for w in "${!LIB_SAID[@]}"; do echo "- $w: mmfold wrote on stderr: \`${LIB_SAID[$w]:0:300}\`"; done
 		echo
 	fi
 	echo "## Commands"
