@@ -85,14 +85,23 @@ static int align_active;
 static uint64_t low_water; /* lowest address an mmap returned: next guesses go below */
 static uint64_t faults0[MMF_FOLIO_SIZES];
 
-/* This thread's writer state: 0 none, 1 holds the map lock, 2 releasing. */
-static __thread int in_write __attribute__((tls_model("initial-exec")));
-/* Ranges changed behind the holder's back (by re-entrant calls). */
+/* This thread's writer state: 0 none, 1 holds the map lock, 2 releasing.
+ * Signal handlers on this thread read and change it and the pending list
+ * below, so every access is volatile or atomic: the compiler must neither
+ * cache them in registers nor reuse an earlier load (GCC for aarch64 did,
+ * and a handler's entry was then taken twice). */
+static __thread volatile int in_write __attribute__((tls_model("initial-exec")));
+/* Ranges changed behind the holder's back (by re-entrant calls).  Only this
+ * thread and its signal handlers touch it; entries are added by handlers
+ * (which run to completion) and taken off with a compare-and-swap of n. */
 #define PENDING_MAX 8
 static __thread struct {
 	int n, all;
 	uint64_t s[PENDING_MAX], e[PENDING_MAX];
 } pending __attribute__((tls_model("initial-exec")));
+
+#define PLD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define PST(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 
 const struct mmf_config *mmf_cfg(void) { return &cfg; }
 
@@ -233,15 +242,22 @@ static void wenter(void)
 
 static void drain(void)
 {
-	while (pending.n || pending.all) {
-		if (pending.all) {
-			pending.all = 0;
-			pending.n = 0;
+	for (;;) {
+		if (PLD(pending.all)) {
+			PST(pending.all, 0);
+			PST(pending.n, 0);
 			mmf_map_forget(&map, 0, UINT64_MAX & ~(uint64_t)(page - 1));
 			continue;
 		}
-		int i = --pending.n;
-		mmf_map_forget(&map, pending.s[i], pending.e[i]);
+		int n = PLD(pending.n);
+		if (n <= 0)
+			return;
+		uint64_t s = PLD(pending.s[n - 1]), e = PLD(pending.e[n - 1]);
+		/* a handler that added an entry since the load makes this fail */
+		if (!__atomic_compare_exchange_n(&pending.n, &n, n - 1, 0, __ATOMIC_RELAXED,
+						 __ATOMIC_RELAXED))
+			continue;
+		mmf_map_forget(&map, s, e);
 	}
 }
 
@@ -254,24 +270,27 @@ static void wleave(void)
 		mmf_map_wunlock(&map);
 		in_write = 0;
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-		if (!pending.n && !pending.all)
+		if (!PLD(pending.n) && !PLD(pending.all))
 			return;
 		wenter();
 	}
 }
 
+/* Runs in a signal handler (or a nested call) while this thread holds or is
+ * taking the map lock: the outer call drains the list before it unlocks. */
 static void pending_add(uint64_t s, uint64_t e)
 {
 	if (s >= e)
 		return;
-	if (pending.n == PENDING_MAX) {
-		pending.all = 1;
+	int n = PLD(pending.n);
+	if (n >= PENDING_MAX) {
+		PST(pending.all, 1);
 		return;
 	}
-	pending.s[pending.n] = s;
-	pending.e[pending.n] = e;
+	PST(pending.s[n], s);
+	PST(pending.e[n], e);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	pending.n++;
+	PST(pending.n, n + 1);
 }
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -728,7 +747,7 @@ static void reentry_forget(const struct mmf_op *op, long r)
 	case MMF_K_PROCESS_MADVISE:
 	case MMF_K_BRK:
 	case MMF_K_SHMAT:
-		pending.all = 1;
+		PST(pending.all, 1);
 		return;
 	case MMF_K_MMAP:
 		if (!is_err(r))
@@ -748,7 +767,7 @@ static void reentry_forget(const struct mmf_op *op, long r)
 		return;
 	case MMF_K_MPROTECT:
 		if (op->a[2] & (PROT_GROWSDOWN | PROT_GROWSUP)) {
-			pending.all = 1;
+			PST(pending.all, 1);
 			return;
 		}
 		/* fall through */
@@ -1085,7 +1104,8 @@ void mmf_atfork_child(void)
 	}
 	fork_locked = 0;
 	in_write = 0;
-	pending.n = pending.all = 0;
+	PST(pending.n, 0);
+	PST(pending.all, 0);
 	future_lock = MMF_LOCK_NONE; /* MCL_FUTURE is not inherited */
 }
 
