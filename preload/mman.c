@@ -84,6 +84,10 @@ static long fwd_pkey_mprotect(const struct mmf_op *o)
 	if (mmf_next_ready() && mmf_next.pkey_mprotect)
 		return MMF_KRET(mmf_next.pkey_mprotect((void *)o->a[0], (size_t)o->a[1],
 						       (int)o->a[2], (int)o->a[3]));
+	/* glibc turns key -1 into mprotect; so do the raw calls made before
+	 * the next symbols are known (kernels without the call agree then) */
+	if ((int)o->a[3] == -1)
+		return mmf_sys6(SYS_mprotect, o->a[0], o->a[1], o->a[2], 0, 0, 0);
 	return mmf_sys6(SYS_pkey_mprotect, o->a[0], o->a[1], o->a[2], o->a[3], 0, 0);
 }
 

@@ -32,8 +32,8 @@ static int verify_prot(int fd, uint64_t s, uint64_t e, int prot)
 		q.size = sizeof q;
 		q.query_addr = a;
 		long r = mmf_sys6(SYS_ioctl, fd, (long)PROCMAP_QUERY_, (long)&q, 0, 0, 0);
-		if (r == -25 /* ENOTTY */ || r == -22)
-			return -1;
+		if (r == -25 /* ENOTTY */ || r == -22 /* EINVAL */ || r == -38 /* ENOSYS */)
+			return -1; /* no PROCMAP_QUERY here (or a filter refuses it) */
 		if (r != 0 || q.vma_start > a)
 			return 0; /* a hole */
 		int p = ((q.vma_flags & PMQ_R) ? PROT_READ : 0) |
