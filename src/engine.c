@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "fmt.h"
+#include "batch.h"
 #include "folio.h"
 #include "sys.h"
 
@@ -227,6 +228,7 @@ void mmf_late_init(void)
 {
 	mmf_early_init();
 	mmf_stats_late_init();
+	mmf_batch_late_init();
 }
 
 /* ---- the writer section ------------------------------------------------- */
@@ -345,7 +347,6 @@ static long forward(const struct mmf_op *op, struct mmf_tstats *t, uint64_t byte
 	return r;
 }
 
-static int is_err(long r) { return (unsigned long)r > -4096UL; }
 
 /* May a redundant mlock be answered without the kernel?  The kernel still
  * checks the RLIMIT_MEMLOCK / CAP_IPC_LOCK permission on a no-op, and that
@@ -454,7 +455,7 @@ static void record_mmap(const struct mmf_op *op, long r)
 {
 	uint64_t len = ((uint64_t)op->a[1] + page - 1) & ~(uint64_t)(page - 1);
 	int prot = (int)op->a[2], flags = (int)op->a[3], fd = (int)op->a[4];
-	if (is_err(r)) {
+	if (mmf_is_err(r)) {
 		/* A failed MAP_FIXED may already have unmapped the old range. */
 		uint64_t s, e;
 		if ((flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) == MAP_FIXED &&
@@ -532,7 +533,7 @@ static void record_mremap(const struct mmf_op *op, long r)
 	uint64_t oldlen = ((uint64_t)op->a[1] + page - 1) & ~(uint64_t)(page - 1);
 	uint64_t newlen = ((uint64_t)op->a[2] + page - 1) & ~(uint64_t)(page - 1);
 	int flags = (int)op->a[3];
-	if (is_err(r)) {
+	if (mmf_is_err(r)) {
 		/* A failed move can have unmapped the destination or moved
 		 * part of the source (a sealed VMA met midway): forget both. */
 		uint64_t s, e;
@@ -723,7 +724,7 @@ static void record(const struct mmf_op *op, long r, const struct mmf_hint *h)
 		return;
 	case MMF_K_SHMAT: {
 		struct shmid_ds ds;
-		if (is_err(r))
+		if (mmf_is_err(r))
 			return;
 		s = (uint64_t)r;
 		if (mmf_sys6(SYS_shmctl, op->a[0], IPC_STAT, (long)&ds, 0, 0, 0) == 0)
@@ -750,7 +751,7 @@ static void reentry_forget(const struct mmf_op *op, long r)
 		PST(pending.all, 1);
 		return;
 	case MMF_K_MMAP:
-		if (!is_err(r))
+		if (!mmf_is_err(r))
 			pending_add((uint64_t)r, (uint64_t)r + (((uint64_t)op->a[1] + page - 1) &
 								~(uint64_t)(page - 1)));
 		if (op->a[3] & MAP_FIXED) {
@@ -761,7 +762,7 @@ static void reentry_forget(const struct mmf_op *op, long r)
 	case MMF_K_MREMAP:
 		touched(op, &s, &e);
 		pending_add(s, e);
-		if (!is_err(r))
+		if (!mmf_is_err(r))
 			pending_add((uint64_t)r, (uint64_t)r + (((uint64_t)op->a[2] + page - 1) &
 								~(uint64_t)(page - 1)));
 		return;
@@ -803,6 +804,7 @@ static long run_brk(struct mmf_op *op, struct mmf_tstats *t);
 static uint64_t align_plan(const struct mmf_op *op);
 static long mmap_aligned(const struct mmf_op *op, struct mmf_tstats *t, uint64_t A);
 static int mremap_aligned(const struct mmf_op *op, struct mmf_tstats *t, long *res);
+static long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked);
 
 long mmf_run(struct mmf_op *op)
 {
@@ -837,6 +839,36 @@ long mmf_run(struct mmf_op *op)
 		return r;
 	}
 
+	if ((__atomic_load_n(&mmf_batch_live, __ATOMIC_RELAXED) || mmf_batch_depth) &&
+	    mode >= MMF_MODE_SAFE) {
+		long r;
+		if (mmf_batch_intercept(op, &r))
+			return r;
+	}
+	return decide(op, t, asked);
+}
+
+/* A call made on behalf of a batch: decided and recorded like any other,
+ * without being counted as a call again. */
+long mmf_apply(struct mmf_op *op)
+{
+	struct mmf_tstats *t = mmf_stats_self();
+	if (in_write) {
+		long r = forward(op, t, (uint64_t)op->a[1]);
+		reentry_forget(op, r);
+		return r;
+	}
+	return decide(op, t, (uint64_t)op->a[1]);
+}
+
+long mmf_forward_counted(const struct mmf_op *op, uint64_t bytes)
+{
+	return forward(op, mmf_stats_self(), bytes);
+}
+
+static long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
+{
+	int k = op->kind;
 	if (k == MMF_K_BRK)
 		return run_brk(op, t);
 
@@ -937,14 +969,14 @@ static long mmap_aligned(const struct mmf_op *op, struct mmf_tstats *t, uint64_t
 		r = o.fwd(&o);
 		if ((uint64_t)r == guess)
 			goto aligned;
-		if (!is_err(r)) /* a kernel that ignores MAP_FIXED_NOREPLACE */
+		if (!mmf_is_err(r)) /* a kernel that ignores MAP_FIXED_NOREPLACE */
 			mmf_sys_munmap((void *)r, len);
 	}
 	o.a[0] = 0;
 	o.a[3] = op->a[3];
 	o.a[1] = (long)(len + A - page);
 	r = o.fwd(&o);
-	if (!is_err(r)) {
+	if (!mmf_is_err(r)) {
 		uint64_t s = ((uint64_t)r + A - 1) & ~(A - 1), end = (uint64_t)r + len + A - page;
 		if (s > (uint64_t)r)
 			mmf_sys_munmap((void *)r, s - (uint64_t)r);
@@ -964,7 +996,7 @@ done:
 	mmf_stat_add(t, op->kind, MMF_S_KERNEL_NS, mmf_ticks() - t0);
 	mmf_stat_add(t, op->kind, MMF_S_FORWARDED, 1);
 	mmf_stat_add(t, op->kind, MMF_S_BYTES_KERNEL, len);
-	if (is_err(r))
+	if (mmf_is_err(r))
 		mmf_stat_add(t, op->kind, MMF_S_ERRORS, 1);
 	return r;
 }
@@ -996,12 +1028,12 @@ static int mremap_aligned(const struct mmf_op *op, struct mmf_tstats *t, long *r
 	uint64_t t0 = mmf_ticks();
 	o.a[3] = 0; /* in place */
 	long r = o.fwd(&o);
-	if (is_err(r)) {
+	if (mmf_is_err(r)) {
 		uint64_t span_len = newlen + A - page;
 		long res0 = mmf_sys6(SYS_mmap, 0, (long)span_len, PROT_NONE,
 				     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		r = -ENOMEM;
-		if (!is_err(res0)) {
+		if (!mmf_is_err(res0)) {
 			uint64_t base = (uint64_t)res0, tgt = (base + A - 1) & ~(A - 1);
 			if (tgt > base)
 				mmf_sys_munmap((void *)base, tgt - base);
@@ -1010,10 +1042,10 @@ static int mremap_aligned(const struct mmf_op *op, struct mmf_tstats *t, long *r
 			o.a[3] = MREMAP_MAYMOVE | MREMAP_FIXED;
 			o.a[4] = (long)tgt;
 			r = o.fwd(&o);
-			if (is_err(r))
+			if (mmf_is_err(r))
 				mmf_sys_munmap((void *)tgt, newlen);
 		}
-		if (is_err(r)) {
+		if (mmf_is_err(r)) {
 			mmf_event(MMF_E_ALIGN_GAVEUP);
 			r = op->fwd(op);
 		} else {
@@ -1024,7 +1056,7 @@ static int mremap_aligned(const struct mmf_op *op, struct mmf_tstats *t, long *r
 	mmf_stat_add(t, op->kind, MMF_S_KERNEL_NS, mmf_ticks() - t0);
 	mmf_stat_add(t, op->kind, MMF_S_FORWARDED, 1);
 	mmf_stat_add(t, op->kind, MMF_S_BYTES_KERNEL, newlen);
-	if (is_err(r))
+	if (mmf_is_err(r))
 		mmf_stat_add(t, op->kind, MMF_S_ERRORS, 1);
 	*res = r;
 	return 1;
@@ -1073,6 +1105,7 @@ void mmf_atfork_prepare(void)
 		fork_locked = 0; /* fork from a handler that interrupted us */
 		return;
 	}
+	mmf_batch_flush_all(); /* the child gets what the batches asked for */
 	wenter();
 	fork_locked = 1;
 }
@@ -1095,6 +1128,7 @@ void mmf_atfork_child(void)
 	if (mode == MMF_MODE_OFF)
 		return;
 	map.lock = 0;
+	mmf_batch_fork_child();
 	if (!fork_locked) {
 		/* The map may be mid-change: trust nothing. */
 		map.seq &= ~1u;
@@ -1147,6 +1181,8 @@ void mmf_fini(void)
 		return;
 	if (__atomic_exchange_n(&fini_done, 1, __ATOMIC_ACQ_REL))
 		return;
+	if (!in_write)
+		mmf_batch_flush_all();
 	if (!cfg.v[MMF_OPT_STATS])
 		return;
 	int fd, c;

@@ -29,6 +29,14 @@ enum {
 /* Runs an intercepted call.  Returns the kernel's convention. */
 long mmf_run(struct mmf_op *op);
 
+/* A call made on behalf of a batch (batch.c): decided, forwarded and
+ * recorded like any other, but not counted as a call. */
+long mmf_apply(struct mmf_op *op);
+/* Forwards op with this thread's counters (forwarded, bytes, kernel time). */
+long mmf_forward_counted(const struct mmf_op *op, uint64_t bytes);
+
+static inline int mmf_is_err(long r) { return (unsigned long)r > -4096UL; }
+
 /* Notes of calls that change what skips may assume. */
 void mmf_note_prctl(long option, long arg2, long result);
 void mmf_note_personality(unsigned long persona, long result);

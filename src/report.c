@@ -18,9 +18,9 @@ static void text(struct mmf_buf *b, const struct mmf_tstats *s, const uint64_t *
 	mmf_puts(b, ", threads ");
 	mmf_putu(b, threads);
 	mmf_putc(b, '\n');
-	static const int w[MMF_S_COUNT] = {10, 10, 10, 9, 7, 16, 16, 11};
+	static const int w[MMF_S_COUNT] = {10, 10, 10, 9, 9, 7, 16, 16, 11};
 	static const char *const head[MMF_S_COUNT] = {"calls",  "forwarded",   "skipped",
-						      "unproven", "errors",    "bytes asked",
+						      "deferred", "unproven", "errors",    "bytes asked",
 						      "bytes kernel", "kernel ms"};
 	mmf_putpad(b, "call", -16);
 	for (int f = 0; f < MMF_S_COUNT; f++)

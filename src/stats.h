@@ -16,10 +16,12 @@
 
 /* calls: calls seen; forwarded: passed to the kernel; skipped: answered
  * without a system call (in observe mode: would have been); unproven: looked
- * redundant but concerned memory whose record could be stale; errors:
+ * redundant but concerned memory whose record could be stale; deferred:
+ * queued by a batch (made later, merged, counted as forwarded then); errors:
  * failed calls; kernel_ns: time inside forwarded calls. */
 #define MMF_FIELDS(X)                                                          \
 	X(CALLS, "calls") X(FORWARDED, "forwarded") X(SKIPPED, "skipped")      \
+	X(DEFERRED, "deferred")                                                \
 	X(UNPROVEN, "unproven") X(ERRORS, "errors") X(BYTES_ASKED, "bytes_asked") \
 	X(BYTES_KERNEL, "bytes_kernel") X(KERNEL_NS, "kernel_ns")
 
@@ -49,7 +51,10 @@ enum {
 	X(ALIGNED, "aligned")             /* mappings placed folio-aligned */   \
 	X(ALIGNED_BYTES, "aligned_bytes")                                      \
 	X(ALIGN_OVERMAP, "align_overmapped") /* took the map-and-trim path */   \
-	X(ALIGN_GAVEUP, "align_gave_up")  /* placed as the kernel chose */
+	X(ALIGN_GAVEUP, "align_gave_up")  /* placed as the kernel chose */    \
+	X(BATCH_FLUSHES, "batch_flushes") /* queues applied */                \
+	X(BATCH_PMADV, "batch_process_madvise") /* advice calls made as one */ \
+	X(BATCH_FALLBACK, "batch_madvise_fallbacks") /* ranges retried alone */
 
 enum {
 #define X(id, name, ...) MMF_E_##id,

@@ -46,7 +46,7 @@ build() { # name src libs...
 		$CC $CFLAGS -o "$out" "$src" "$@"
 	fi
 }
-for b in noop_mprotect toggle threads_noop; do
+for b in noop_mprotect toggle threads_noop batch_calls; do
 	build "$b" "$ROOT/tools/bench/$b.c" -pthread
 done
 HAVE_GC=1
@@ -66,6 +66,9 @@ WORKLOADS=(
 	"threads_2t|calls/s|higher|threads_noop 2 500"
 	"spin_1t|loops/s|higher|threads_noop 1 500 spin"
 	"spin_2t|loops/s|higher|threads_noop 2 500 spin"
+	"batch_dontneed_1t|ns/64 calls|lower|batch_calls dontneed 1 2000"
+	"batch_dontneed_2t|ns/64 calls|lower|batch_calls dontneed 2 2000"
+	"batch_mprotect|ns/128 calls|lower|batch_calls mprotect 1 2000"
 	"boehm|s|lower|demo_gc"
 )
 CONFIGS=(none off safe)

@@ -377,6 +377,78 @@ START_TEST(folio_inherit)
 }
 END_TEST
 
+/* ---- the batch API ---- */
+
+/* argv run without the library (the API's weak symbols are then absent and
+ * every call is made at once) and with it in every mode: same output. */
+static void batch_same(char *const argv[])
+{
+	struct result ref, r;
+	run(&ref, 0, NULL, argv);
+	ck_assert_msg(ref.status == 0, "reference run of %s %s exited %d: %s", argv[0], argv[1],
+		      ref.status, ref.err);
+	static const char *const modes[] = {"MMFOLD_MODE=safe", "MMFOLD_MODE=off",
+					    "MMFOLD_MODE=observe"};
+	for (int m = 0; m < 3; m++) {
+		const char *env[] = {modes[m], "MMFOLD_VERIFY=1", NULL};
+		run(&r, 1, env, argv);
+		ck_assert_msg(r.status == 0 && !strcmp(r.out, ref.out),
+			      "%s %s with %s: exit %d, output\n%s\nexpected\n%s\nstderr %s", argv[0],
+			      argv[1], modes[m], r.status, r.out, ref.out, r.err);
+	}
+}
+
+/* Random batches of mprotect/madvise over two regions, one with a hole
+ * (calls fail, the error must name the first failing call), overlapping
+ * ranges with different protections: every page's accessibility and
+ * content after each batch as without mmfold. */
+START_TEST(batch_diff)
+{
+	for (int seed = 1; seed <= 12; seed++) {
+		char s[16];
+		snprintf(s, sizeof s, "%d", seed);
+		char *argv[] = {prog("batch"), (char *)"diff", s, (char *)"40", NULL};
+		batch_same(argv);
+	}
+}
+END_TEST
+
+START_TEST(batch_threads_fork_vec)
+{
+	static const char *const what[] = {"threads", "fork", "vec", "count"};
+	for (int i = 0; i < 4; i++) {
+		char *argv[] = {prog("batch"), (char *)what[i], NULL};
+		batch_same(argv);
+	}
+}
+END_TEST
+
+/* 64 adjacent one-page mprotects become one system call; 64 scattered
+ * MADV_DONTNEEDs one process_madvise. */
+START_TEST(batch_counts)
+{
+	const char *env[] = {"MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
+	char *argv[] = {prog("batch"), (char *)"count", NULL};
+	struct result r;
+	run(&r, 1, env, argv);
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_ptr_nonnull(strstr(r.out, "count: 64 zero, 64 kept"));
+	ck_assert_int_eq(jfield(r.err, "mprotect", "calls"), 64);
+	ck_assert_int_eq(jfield(r.err, "mprotect", "deferred"), 64);
+	ck_assert_int_eq(jfield(r.err, "mprotect", "forwarded"), 1);
+	ck_assert_int_eq(jfield(r.err, "madvise", "deferred"), 64);
+	ck_assert_int_eq(jfield(r.err, "madvise", "forwarded"), 1);
+	ck_assert_int_eq(jfield(r.err, "events", "batch_process_madvise"), 1);
+	ck_assert_int_eq(jfield(r.err, "events", "batch_madvise_fallbacks"), 0);
+	/* mode off: the API is there, every call is made */
+	const char *off[] = {"MMFOLD_MODE=off", "MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
+	run(&r, 1, off, argv);
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_int_eq(jfield(r.err, "mprotect", "forwarded"), 64);
+	ck_assert_int_eq(jfield(r.err, "madvise", "forwarded"), 64);
+}
+END_TEST
+
 /* One test per differential suite of tests/preload/run.sh. */
 static void run_script(const char *name)
 {
@@ -426,6 +498,13 @@ Suite *preload_suite(void)
 	tcase_add_test(f, folio_nohuge);
 	tcase_add_test(f, folio_inherit);
 	suite_add_tcase(s, f);
+	TCase *b = tcase_create("batch");
+	tcase_add_checked_fixture(b, setup, teardown);
+	tcase_set_timeout(b, 120);
+	tcase_add_test(b, batch_diff);
+	tcase_add_test(b, batch_threads_fork_vec);
+	tcase_add_test(b, batch_counts);
+	suite_add_tcase(s, b);
 	TCase *d = tcase_create("differential");
 	tcase_add_checked_fixture(d, setup, teardown);
 	tcase_set_timeout(d, 300);
