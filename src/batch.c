@@ -64,6 +64,7 @@ static __thread volatile int bq_applying __attribute__((tls_model("initial-exec"
 static pthread_key_t exit_key;
 static int have_key;
 static int pidfd = -1; /* when PIDFD_SELF_THREAD is unknown */
+static uint64_t refused; /* advice values process_madvise refused (bit n) */
 #define page mmf_page_size()
 
 #define LD(x) __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
@@ -274,12 +275,17 @@ static void apply_adv_set(struct bq *q, uint32_t i, uint32_t j)
 			for (uint32_t k = 0; k < cnt; k++)
 				total += q->iov[c + k].iov_len;
 			long r = -ENOSYS;
-			if (cnt > 1) {
+			uint64_t bit = adv >= 0 && adv < 64 ? 1ull << adv : 0;
+			if (cnt > 1 && !(__atomic_load_n(&refused, __ATOMIC_RELAXED) & bit)) {
 				struct mmf_op op = {.kind = MMF_K_MADVISE,
 						    .a = {(long)&q->iov[c], cnt, adv},
 						    .fwd = pmadvise};
 				r = mmf_forward_counted(&op, total);
 				mmf_event(MMF_E_BATCH_PMADV);
+				/* kernels before 6.13 take few advice values,
+				 * before 5.10 no process_madvise at all: ask once */
+				if (r == -EINVAL || r == -ENOSYS || r == -EPERM || r == -EBADF)
+					__atomic_fetch_or(&refused, bit, __ATOMIC_RELAXED);
 			}
 			if (r == (long)total)
 				continue;

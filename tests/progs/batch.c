@@ -13,6 +13,8 @@
  *                            queued applies the queue first
  *   batch fork               fork inside a batch: the child sees the calls
  *   batch vec                mmfold_mprotectv / mmfold_madvisev, and errors
+ *   batch count-nopm         count, with process_madvise refused (ENOSYS)
+ *                            by a seccomp filter: the per-range fallback
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -23,7 +25,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -303,6 +310,22 @@ static int vec(void)
 	return 0;
 }
 
+/* Makes process_madvise fail with ENOSYS, as on kernels before 5.10. */
+static void refuse_process_madvise(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_madvise, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {.len = sizeof f / sizeof f[0], .filter = f};
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog)) {
+		perror("seccomp");
+		exit(1);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -313,6 +336,10 @@ int main(int argc, char **argv)
 		return diff(argc > 2 ? (unsigned)atoi(argv[2]) : 1, argc > 3 ? atoi(argv[3]) : 50);
 	if (argc >= 2 && !strcmp(argv[1], "count"))
 		return count();
+	if (argc >= 2 && !strcmp(argv[1], "count-nopm")) {
+		refuse_process_madvise();
+		return count();
+	}
 	if (argc >= 2 && !strcmp(argv[1], "threads"))
 		return threads();
 	if (argc >= 2 && !strcmp(argv[1], "fork"))
