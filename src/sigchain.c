@@ -135,8 +135,11 @@ static void kernel_default(int sig)
 static void handler(int sig, siginfo_t *si, void *uc)
 {
 	mmf_fault_fn fn = __atomic_load_n(&fault_fn, __ATOMIC_ACQUIRE);
-	if (fn && fn(sig, si, uc))
+	if (fn && fn(sig, si, uc)) {
+		mmf_event(MMF_E_FAULTS_CLAIMED);
 		return;
+	}
+	mmf_event(MMF_E_SIGNALS_CHAINED);
 	struct chain *c = chain_of(sig);
 	const struct slot *p = __atomic_load_n(&c->cur, __ATOMIC_ACQUIRE);
 	struct mmf_ksa a;

@@ -49,7 +49,9 @@ enum {
 	X(ALIGNED, "aligned")             /* mappings placed folio-aligned */   \
 	X(ALIGNED_BYTES, "aligned_bytes")                                      \
 	X(ALIGN_OVERMAP, "align_overmapped") /* took the map-and-trim path */   \
-	X(ALIGN_GAVEUP, "align_gave_up")  /* placed as the kernel chose */
+	X(ALIGN_GAVEUP, "align_gave_up")  /* placed as the kernel chose */     \
+	X(FAULTS_CLAIMED, "faults_claimed") /* SIGSEGV/SIGBUS that were mmfold's */ \
+	X(SIGNALS_CHAINED, "signals_chained") /* passed on to the program's action */
 
 enum {
 #define X(id, name, ...) MMF_E_##id,
