@@ -3,6 +3,7 @@
 
 #include "../include/mmfold.h"
 #include "next.h"
+#include "../src/sigchain.h"
 
 static void prepare(void) { mmf_atfork_prepare(); }
 static void parent(void) { mmf_atfork_parent(); }
@@ -12,6 +13,7 @@ __attribute__((constructor(101))) static void mmf_ctor(void)
 {
 	mmf_next_resolve();
 	mmf_late_init();
+	mmf_sigchain_start();
 	pthread_atfork(prepare, parent, child);
 }
 

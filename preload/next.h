@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <signal.h>
 #include <stddef.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -36,7 +37,17 @@
 	X(shmat, void *, (int, const void *, int))                             \
 	X(prctl, int, (int, ...))                                              \
 	X(personality, int, (unsigned long))                                   \
-	X(syscall, long, (long, ...))
+	X(syscall, long, (long, ...))                                          \
+	X(sigaction, int, (int, const struct sigaction *, struct sigaction *)) \
+	X(__sigaction, int, (int, const struct sigaction *, struct sigaction *)) \
+	X(signal, sighandler_t, (int, sighandler_t))                           \
+	X(bsd_signal, sighandler_t, (int, sighandler_t))                       \
+	X(ssignal, sighandler_t, (int, sighandler_t))                          \
+	X(sysv_signal, sighandler_t, (int, sighandler_t))                      \
+	X(__sysv_signal, sighandler_t, (int, sighandler_t))                    \
+	X(sigset, sighandler_t, (int, sighandler_t))                           \
+	X(sigignore, int, (int))                                               \
+	X(siginterrupt, int, (int, int))
 
 struct mmf_next {
 #define X(name, ret, args) ret(*name) args;
@@ -51,6 +62,13 @@ extern struct mmf_next mmf_next;
 int mmf_next_ready(void);
 /* Looks the next symbols up; called once, from the constructor. */
 void mmf_next_resolve(void);
+
+/* syscall(SYS_rt_sigaction, a[0..3]) for a signal mmfold has claimed
+ * (preload/signal.c): sets *done and returns the kernel's convention;
+ * *done = 0 when the call must go to the kernel. */
+long mmf_rt_sigaction_syscall(const long *a, int *done);
+/* After an rt_sigaction that went to the kernel (see sigchain.h). */
+void mmf_rt_sigaction_after(long sig, long act, int was_claimed);
 
 /* Converts a libc-style result (-1 and errno) to the kernel's (-errno). */
 #define MMF_KRET(expr)                                                         \

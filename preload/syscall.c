@@ -4,6 +4,7 @@
 #include <sys/syscall.h>
 
 #include "next.h"
+#include "../src/sigchain.h"
 
 #ifndef SYS_mseal
 #define SYS_mseal 462
@@ -48,6 +49,14 @@ MMF_EXPORT long syscall(long nr, ...)
 	for (int i = 0; i < 6; i++)
 		a[i] = va_arg(ap, long);
 	va_end(ap);
+	int was = 0;
+	if (nr == SYS_rt_sigaction) {
+		int done;
+		was = mmf_sigchain_claimed();
+		long r = mmf_rt_sigaction_syscall(a, &done);
+		if (done)
+			return mmf_libc_ret(r);
+	}
 	int flags, k = kind_of(nr, &flags);
 	if (k < 0) {
 		long r;
@@ -59,6 +68,8 @@ MMF_EXPORT long syscall(long nr, ...)
 			mmf_note_prctl(a[0], a[1], r);
 		else if (nr == SYS_personality)
 			mmf_note_personality((unsigned long)a[0], r);
+		else if (nr == SYS_rt_sigaction && r == 0)
+			mmf_rt_sigaction_after(a[0], a[1], was);
 		return r;
 	}
 	struct mmf_op op = {.kind = k, .flags = flags, .nr = nr,

@@ -52,6 +52,8 @@ enum {
 	X(ALIGNED_BYTES, "aligned_bytes")                                      \
 	X(ALIGN_OVERMAP, "align_overmapped") /* took the map-and-trim path */   \
 	X(ALIGN_GAVEUP, "align_gave_up")  /* placed as the kernel chose */    \
+	X(FAULTS_CLAIMED, "faults_claimed") /* SIGSEGV/SIGBUS that were mmfold's */ \
+	X(SIGNALS_CHAINED, "signals_chained") /* passed on to the program's action */ \
 	X(BATCH_FLUSHES, "batch_flushes") /* queues applied */                \
 	X(BATCH_PMADV, "batch_process_madvise") /* advice calls made as one */ \
 	X(BATCH_FALLBACK, "batch_madvise_fallbacks") /* ranges retried alone */

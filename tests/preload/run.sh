@@ -14,7 +14,8 @@
 #      handed to it in RUNNER_PRELOAD, never in LD_PRELOAD (which would reach
 #      the runner itself); the runner makes it the program's LD_PRELOAD.
 # Tests: walk walk-stats errno_matrix barrier ctor sigreentry broken
-# (default: all).  Each program runs without the library (reference) and
+# sigchain barrier-sigchain (default: all; the last two run with
+# MMFOLD_SIGCHAIN=on, so mmfold's SIGSEGV handler runs first).  Each program runs without the library (reference) and
 # with it in modes off, safe and observe; stdout and exit status must be
 # identical (stderr too, except in observe mode).  Prints "PASS name" or
 # "FAIL name: reason (file)" per test, then "N passed, N failed".
@@ -57,7 +58,10 @@ build() {
 		"$CC" "${CFLAGS[@]}" -shared -fPIC -o "$BUILD/libctorlib.so" "$HERE/ctorlib.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/ctor_main" "$HERE/ctor_main.c" \
 			-L"$BUILD" -lctorlib -Wl,-rpath,"\$ORIGIN" &&
-		"$CC" "${CFLAGS[@]}" -shared -fPIC -o "$BUILD/broken.so" "$HERE/broken.c"
+		"$CC" "${CFLAGS[@]}" -shared -fPIC -o "$BUILD/broken.so" "$HERE/broken.c" &&
+		"$CC" "${CFLAGS[@]}" -shared -fPIC -o "$BUILD/libsigctor.so" "$HERE/sigctor.c" &&
+		"$CC" "${CFLAGS[@]}" -o "$BUILD/sigchain" "$HERE/sigchain.c" \
+			-L"$BUILD" -lsigctor -Wl,-rpath,"\$ORIGIN"
 	} >"$log" 2>&1
 }
 if ! build; then
@@ -212,7 +216,8 @@ t_broken() {
 }
 
 tests=("$@")
-[ ${#tests[@]} = 0 ] && tests=(walk walk-stats errno_matrix barrier ctor sigreentry broken)
+[ ${#tests[@]} = 0 ] && tests=(walk walk-stats errno_matrix barrier ctor sigreentry broken sigchain
+	barrier-sigchain)
 for t in "${tests[@]}"; do
 	case $t in
 	walk) t_walk ;;
@@ -222,6 +227,8 @@ for t in "${tests[@]}"; do
 	ctor) t_simple ctor "$BUILD/ctor_main" ;;
 	sigreentry) t_simple sigreentry "$BUILD/sigreentry" ;;
 	broken) t_broken ;;
+	sigchain) t_simple sigchain env MMFOLD_SIGCHAIN=on "$BUILD/sigchain" all ;;
+	barrier-sigchain) t_simple barrier-sigchain env MMFOLD_SIGCHAIN=on "$BUILD/barrier" 2 ;;
 	*) bad "$t" "unknown test" ;;
 	esac
 done

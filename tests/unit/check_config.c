@@ -38,6 +38,7 @@ START_TEST(defaults)
 	ck_assert_int_eq(c.v[MMF_OPT_LOG], 0);
 	ck_assert_int_eq(c.v[MMF_OPT_STRICT], 0);
 	ck_assert_str_eq(c.stats_file, "");
+	ck_assert_int_eq(c.v[MMF_OPT_SIGCHAIN], MMF_SIGCHAIN_AUTO);
 }
 END_TEST
 
@@ -72,6 +73,8 @@ START_TEST(good_values)
 		{"MMFOLD_ALIGN=65536", MMF_OPT_ALIGN, 65536},
 		{"MMFOLD_ALIGN_MIN=1M", MMF_OPT_ALIGN_MIN, 1L << 20},
 		{"MMFOLD_ALIGN_MIN=0", MMF_OPT_ALIGN_MIN, 0},
+		{"MMFOLD_SIGCHAIN=on", MMF_OPT_SIGCHAIN, MMF_SIGCHAIN_ON},
+		{"MMFOLD_SIGCHAIN=Auto", MMF_OPT_SIGCHAIN, MMF_SIGCHAIN_AUTO},
 	};
 	for (unsigned i = 0; i < sizeof t / sizeof t[0]; i++) {
 		ck_assert_msg(parse1(&c, t[i].kv, &l) == 0, "%s: %s", t[i].kv, l.last);
@@ -117,6 +120,8 @@ START_TEST(bad_values)
 		{"MMFOLD_ALIGN=2G", "power of two", "using auto", MMF_OPT_ALIGN, MMF_ALIGN_AUTO},
 		{"MMFOLD_ALIGN=big", "expected auto, off or a size", "using auto", MMF_OPT_ALIGN, MMF_ALIGN_AUTO},
 		{"MMFOLD_ALIGN_MIN=1T", "expected a size", "using 0", MMF_OPT_ALIGN_MIN, 0},
+		{"MMFOLD_SIGCHAIN=1", "MMFOLD_SIGCHAIN", "using auto", MMF_OPT_SIGCHAIN, MMF_SIGCHAIN_AUTO},
+		{"MMFOLD_SIGCHAIN=off", "MMFOLD_SIGCHAIN", "using auto", MMF_OPT_SIGCHAIN, MMF_SIGCHAIN_AUTO},
 	};
 	for (unsigned i = 0; i < sizeof t / sizeof t[0]; i++) {
 		ck_assert_int_eq(parse1(&c, t[i].kv, &l), 1);
