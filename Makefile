@@ -21,9 +21,11 @@ LIBFLAGS := -shared -Wl,--version-script=preload/libmmfold.map -Wl,-z,now -Wl,-z
 LIBS     := -ldl -pthread
 
 ENGINE_SRC  := src/sys.c src/map.c src/fmt.c src/config.c src/stats.c src/engine.c \
-	       src/report.c src/verify.c src/folio.c src/batch.c src/sigchain.c src/sigrestore.S
+	       src/report.c src/verify.c src/folio.c src/batch.c src/lazy.c src/sigchain.c \
+	       src/sigrestore.S
 PRELOAD_SRC := preload/next.c preload/init.c preload/mman.c preload/madvise.c \
-	       preload/mlock.c preload/misc.c preload/syscall.c preload/batch.c preload/signal.c
+	       preload/mlock.c preload/misc.c preload/syscall.c preload/batch.c preload/signal.c \
+	       preload/io.c
 HEADERS     := $(wildcard src/*.h preload/*.h include/*.h)
 LIB         := $(BUILD)/libmmfold.so
 

@@ -35,7 +35,9 @@ MMF_EXPORT int mmfold_batch_end(struct mmfold_batch_error *err)
 MMF_EXPORT int mmfold_flush(void)
 {
 	struct mmf_batch_err x;
-	return (int)mmf_libc_ret(mmf_batch_flush(&x));
+	long r = mmf_batch_flush(&x);
+	mmf_lazy_flush_all();
+	return (int)mmf_libc_ret(r);
 }
 
 /* Calls made at once (modes off and observe, or arguments the kernel

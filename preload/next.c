@@ -24,5 +24,6 @@ void mmf_next_resolve(void)
 	MMF_NEXT_SYMBOLS(X)
 #undef X
 	mmf_next = n;
+	mmf_io_resolve();
 	__atomic_store_n(&state, 2, __ATOMIC_RELEASE);
 }

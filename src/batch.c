@@ -439,34 +439,6 @@ static int queueable(const struct mmf_op *op, uint64_t *s, uint64_t *e)
 	return 1;
 }
 
-/* The range a call may change or depend on; [0, max) when not one range. */
-static void reach(const struct mmf_op *op, uint64_t *s, uint64_t *e)
-{
-	*s = 0;
-	*e = UINT64_MAX;
-	switch (op->kind) {
-	case MMF_K_MMAP:
-		if (!(op->a[3] & (MAP_FIXED | MAP_FIXED_NOREPLACE))) {
-			*e = 0; /* new memory: nothing queued can be there */
-			return;
-		}
-		/* fall through */
-	case MMF_K_MUNMAP: case MMF_K_MPROTECT: case MMF_K_MADVISE: case MMF_K_MLOCK:
-	case MMF_K_MUNLOCK: case MMF_K_MSEAL: {
-		uint64_t a = (uint64_t)op->a[0], l = (uint64_t)op->a[1];
-		a &= ~(uint64_t)(page - 1);
-		uint64_t end = (uint64_t)op->a[0] + l;
-		if (end < a)
-			return;
-		*s = a;
-		*e = end;
-		return;
-	}
-	default:
-		return; /* mremap (two ranges), mlockall, brk, ...: everything */
-	}
-}
-
 int mmf_batch_intercept(const struct mmf_op *op, long *res)
 {
 	if (bq_applying)
@@ -477,7 +449,7 @@ int mmf_batch_intercept(const struct mmf_op *op, long *res)
 		/* A call that cannot wait: this thread's queue goes first
 		 * where they meet, unless a handler interrupted the thread
 		 * inside it (then the call is made at once). */
-		reach(op, &s, &e);
+		mmf_reach(op, &s, &e);
 		struct bq *q = self;
 		if (!bq_busy && q && LD(q->n) && s < LD(q->hi) && LD(q->lo) < e)
 			apply_self();

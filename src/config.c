@@ -270,8 +270,6 @@ int mmf_config_parse(struct mmf_config *c, char *const *envp,
 			mmf_puts(&w, o->choices);
 			if (k < 0)
 				problem(c, warn, arg, o, val, why);
-			else if (found == MMF_OPT_MODE && k == MMF_MODE_LAZY)
-				problem(c, warn, arg, o, val, "lazy mode is not available in this version");
 			else
 				c->v[found] = k;
 			break;

@@ -12,6 +12,8 @@
 #include "engine.h"
 
 #include <errno.h>
+#include <signal.h>
+#include <ucontext.h>
 #include <linux/capability.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -26,6 +28,8 @@
 
 #include "fmt.h"
 #include "batch.h"
+#include "lazy.h"
+#include "sigchain.h"
 #include "folio.h"
 #include "sys.h"
 
@@ -188,15 +192,13 @@ void mmf_early_init(void)
 		mmf_sys6(SYS_exit_group, 1, 0, 0, 0, 0, 0);
 	}
 	mode = (int)cfg.v[MMF_OPT_MODE];
-	if (mode == MMF_MODE_LAZY)
-		mode = MMF_MODE_SAFE;
 	verify = (int)cfg.v[MMF_OPT_VERIFY];
 	tracing = cfg.v[MMF_OPT_LOG] >= 3;
 	long pers = mmf_sys6(SYS_personality, 0xffffffff, 0, 0, 0, 0, 0);
 	rie = pers >= 0 && (pers & READ_IMPLIES_EXEC);
 	long md = mmf_sys6(SYS_prctl, PR_GET_MDWE, 0, 0, 0, 0, 0);
 	mdwe = md > 0;
-	if (mode == MMF_MODE_SAFE &&
+	if (mode >= MMF_MODE_SAFE &&
 	    (cfg.v[MMF_OPT_THP] != MMF_THP_OFF || cfg.v[MMF_OPT_ALIGN] != MMF_ALIGN_OFF)) {
 		mmf_folio_probe(&folio);
 		thp_disabled = mmf_sys6(SYS_prctl, PR_GET_THP_DISABLE, 0, 0, 0, 0, 0) > 0;
@@ -224,17 +226,22 @@ void mmf_early_init(void)
 	__atomic_store_n(&init_state, 2, __ATOMIC_RELEASE);
 }
 
+static void lazy_start(void);
+
 void mmf_late_init(void)
 {
 	mmf_early_init();
 	mmf_stats_late_init();
 	mmf_batch_late_init();
+	lazy_start();
 }
 
 /* ---- the writer section ------------------------------------------------- */
 
 /* in_write is set before the lock is taken: a signal handler that runs in
  * between must not wait for a lock its own thread is about to hold. */
+static void lazy_drop(uint64_t s, uint64_t e);
+
 static void wenter(void)
 {
 	in_write = 1;
@@ -259,7 +266,9 @@ static void drain(void)
 		if (!__atomic_compare_exchange_n(&pending.n, &n, n - 1, 0, __ATOMIC_RELAXED,
 						 __ATOMIC_RELAXED))
 			continue;
-		mmf_map_forget(&map, s, e);
+		if (s & 1) /* the call replaced what lazy mode had pending there */
+			lazy_drop(s & ~1ull, e);
+		mmf_map_forget(&map, s & ~1ull, e);
 	}
 }
 
@@ -479,6 +488,10 @@ static void record_mmap(const struct mmf_op *op, long r)
 		/* A new anonymous VMA starts with no advice flags; a file VMA
 		 * may get flags from its filesystem. */
 		a.adv_known = anon ? MMF_ADV_ALL : 0;
+		if (anon && (flags & MAP_TYPE) == MAP_PRIVATE) {
+			a.adv_known |= MMF_ADV_ANON;
+			a.adv_set |= MMF_ADV_ANON;
+		}
 	}
 	if (flags & MAP_LOCKED)
 		mlock_seen = 1;
@@ -752,26 +765,32 @@ static void reentry_forget(const struct mmf_op *op, long r)
 		return;
 	case MMF_K_MMAP:
 		if (!mmf_is_err(r))
-			pending_add((uint64_t)r, (uint64_t)r + (((uint64_t)op->a[1] + page - 1) &
-								~(uint64_t)(page - 1)));
+			pending_add((uint64_t)r | 1, (uint64_t)r + (((uint64_t)op->a[1] + page - 1) &
+								    ~(uint64_t)(page - 1)));
 		if (op->a[3] & MAP_FIXED) {
 			touched(op, &s, &e);
-			pending_add(s, e);
+			pending_add(s | 1, e);
 		}
 		return;
 	case MMF_K_MREMAP:
 		touched(op, &s, &e);
-		pending_add(s, e);
+		pending_add(s | 1, e);
 		if (!mmf_is_err(r))
-			pending_add((uint64_t)r, (uint64_t)r + (((uint64_t)op->a[2] + page - 1) &
-								~(uint64_t)(page - 1)));
+			pending_add((uint64_t)r | 1, (uint64_t)r + (((uint64_t)op->a[2] + page - 1) &
+								    ~(uint64_t)(page - 1)));
+		return;
+	case MMF_K_MUNMAP:
+		touched(op, &s, &e);
+		pending_add(s | 1, e);
 		return;
 	case MMF_K_MPROTECT:
 		if (op->a[2] & (PROT_GROWSDOWN | PROT_GROWSUP)) {
 			PST(pending.all, 1);
 			return;
 		}
-		/* fall through */
+		touched(op, &s, &e);
+		pending_add(s | 1, e); /* replaces a pending promotion there */
+		return;
 	default:
 		touched(op, &s, &e);
 		pending_add(s, e);
@@ -796,6 +815,355 @@ static void trace(const struct mmf_op *op, const char *what, long r)
 	mmf_puts(&b, " = ");
 	mmf_puti(&b, r);
 	mmf_log(3, buf);
+}
+
+/* The range a call may change or depend on (see engine.h). */
+void mmf_reach(const struct mmf_op *op, uint64_t *s, uint64_t *e)
+{
+	*s = 0;
+	*e = UINT64_MAX;
+	switch (op->kind) {
+	case MMF_K_MMAP:
+		if (!(op->a[3] & (MAP_FIXED | MAP_FIXED_NOREPLACE))) {
+			*e = 0; /* new memory: nothing queued can be there */
+			return;
+		}
+		/* fall through */
+	case MMF_K_MUNMAP: case MMF_K_MPROTECT: case MMF_K_MADVISE: case MMF_K_MLOCK:
+	case MMF_K_MUNLOCK: case MMF_K_MSEAL: {
+		uint64_t a = (uint64_t)op->a[0], l = (uint64_t)op->a[1];
+		a &= ~(uint64_t)(page - 1);
+		uint64_t end = (uint64_t)op->a[0] + l;
+		if (end < a || end + page - 1 < end)
+			return;
+		*s = a;
+		*e = (end + page - 1) & ~(uint64_t)(page - 1);
+		return;
+	}
+	default:
+		return; /* mremap (two ranges), mlockall, brk, ...: everything */
+	}
+}
+
+/* ---- lazy mode ---------------------------------------------------------- *
+ *
+ * Promotions (mprotect calls that only add permissions) on private anonymous
+ * memory mmfold mapped are written in lz_prot instead of being made; a later
+ * call that asks for the protection in force cancels them; the first touch
+ * faults and lazy_fault (first in line for SIGSEGV, sigchain.c) makes the
+ * call for the folio-sized granule touched, or for the whole range once
+ * touches are dense.  munlock of locked memory waits in lz_unlock, and an
+ * mlock of the same range cancels it.  Every other call that reaches a
+ * pending range, fork, exit, mmfold_flush() and the buffer-taking wrappers
+ * (preload/io.c) apply what is pending there first.  Both tables change
+ * only under the map's writer lock. */
+
+#define LAZY_CAP 16384
+#define LAZY_GRANULE (64u << 10)
+#define LAZY_DENSE 4 /* faults in one range before the whole range is made */
+
+static struct mmf_lazy lz_prot, lz_unlock;
+static int lazy_on; /* lazy mode, tables ready, the fault handler is ours */
+
+static void lazy_drop(uint64_t s, uint64_t e)
+{
+	if (!lazy_on)
+		return;
+	mmf_lazy_set(&lz_prot, s, e, -1);
+	mmf_lazy_set(&lz_unlock, s, e, -1);
+}
+
+/* Promotions made so far (a fault that finds no pending range may have
+ * lost a race with one of them). */
+static uint64_t lz_applying;
+
+/* The access a SIGSEGV wanted (PROT_* bits), 0 when the context does not
+ * say. */
+static int fault_access(void *uc)
+{
+#if defined(__x86_64__)
+	/* page-fault error code: bit 1 write, bit 4 instruction fetch */
+	unsigned long err = (unsigned long)((ucontext_t *)uc)->uc_mcontext.gregs[REG_ERR];
+	return (err & 16) ? PROT_EXEC : (err & 2) ? PROT_WRITE : PROT_READ;
+#elif defined(__aarch64__)
+	/* the ESR record in the signal frame: data abort WnR bit 6 */
+	const unsigned char *p = ((ucontext_t *)uc)->uc_mcontext.__reserved;
+	for (unsigned off = 0; off + 8 <= 4096;) {
+		uint32_t magic, size;
+		__builtin_memcpy(&magic, p + off, 4);
+		__builtin_memcpy(&size, p + off + 4, 4);
+		if (!magic || size < 8)
+			break;
+		if (magic == 0x45535201 && size >= 16) {
+			uint64_t esr;
+			__builtin_memcpy(&esr, p + off + 8, 8);
+			unsigned ec = (unsigned)(esr >> 26) & 0x3f;
+			if (ec == 0x20 || ec == 0x21)
+				return PROT_EXEC;
+			return (esr & (1u << 6)) ? PROT_WRITE : PROT_READ;
+		}
+		off += size;
+	}
+	return 0;
+#else
+	(void)uc;
+	return 0;
+#endif
+}
+
+/* Writer lock held.  Makes the pending promotions and munlocks in [s,e). */
+static void lazy_apply(uint64_t s, uint64_t e)
+{
+	__atomic_store_n(&lz_applying, 1, __ATOMIC_RELEASE);
+	struct mmf_pend b[32];
+	struct mmf_tstats *t = mmf_stats_self();
+	uint32_t c;
+	while ((c = mmf_lazy_collect(&lz_prot, s, e, b, 32))) {
+		for (uint32_t i = 0; i < c; i++) {
+			long r = mmf_sys6(SYS_mprotect, (long)b[i].s, (long)(b[i].e - b[i].s), b[i].want,
+					  0, 0, 0);
+			mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_FORWARDED, 1);
+			mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_BYTES_KERNEL, b[i].e - b[i].s);
+			if (r == 0) {
+				struct mmf_upd u;
+				memset(&u, 0, sizeof u);
+				u.fields = MMF_F_PROT;
+				u.a.prot = b[i].want;
+				if (mlock_seen) {
+					u.fields |= MMF_F_LOCK;
+					u.a.lock = MMF_UNKNOWN;
+				}
+				mmf_map_update(&map, b[i].s, b[i].e, &u);
+			} else {
+				mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_ERRORS, 1);
+				mmf_map_forget(&map, b[i].s, b[i].e);
+			}
+			mmf_lazy_set(&lz_prot, b[i].s, b[i].e, -1);
+			mmf_event(MMF_E_LAZY_APPLIED);
+		}
+	}
+	while ((c = mmf_lazy_collect(&lz_unlock, s, e, b, 32))) {
+		for (uint32_t i = 0; i < c; i++) {
+			long r = mmf_sys6(SYS_munlock, (long)b[i].s, (long)(b[i].e - b[i].s), 0, 0, 0, 0);
+			mmf_stat_add(t, MMF_K_MUNLOCK, MMF_S_FORWARDED, 1);
+			mmf_stat_add(t, MMF_K_MUNLOCK, MMF_S_BYTES_KERNEL, b[i].e - b[i].s);
+			struct mmf_upd u;
+			memset(&u, 0, sizeof u);
+			u.fields = MMF_F_LOCK;
+			u.a.lock = r == 0 ? MMF_LOCK_NONE : MMF_UNKNOWN;
+			mmf_map_update(&map, b[i].s, b[i].e, &u);
+			mmf_lazy_set(&lz_unlock, b[i].s, b[i].e, -1);
+			mmf_event(MMF_E_LAZY_APPLIED);
+		}
+	}
+}
+
+/* Anything pending where op reaches is made first (no lock held). */
+static void lazy_before(const struct mmf_op *op)
+{
+	if (!mmf_lazy_count(&lz_prot) && !mmf_lazy_count(&lz_unlock))
+		return;
+	uint64_t s, e;
+	mmf_reach(op, &s, &e);
+	if (s >= e || (!mmf_lazy_overlaps(&lz_prot, s, e) && !mmf_lazy_overlaps(&lz_unlock, s, e)))
+		return;
+	wenter();
+	lazy_apply(s, e);
+	wleave();
+}
+
+/* Writer lock held.  1 when every page of [s,e) is recorded, owned,
+ * private anonymous, unsealed, with a known protection and the default key;
+ * then *promo says whether prot includes each record's protection, *same
+ * whether it equals all, *locked whether all are mlocked as lock says. */
+static int lazy_known(uint64_t s, uint64_t e, int prot, int lock, int *promo, int *same,
+		      int *locked)
+{
+	*promo = *same = *locked = 1;
+	struct mmf_rec r;
+	for (uint64_t a = s; a < e; a = r.end) {
+		if (!mmf_map_lookup(&map, a, &r) || !r.a.owned || r.a.prot == MMF_UNKNOWN ||
+		    r.a.sealed != 0 || r.a.pkey != 0 || !(r.a.adv_known & r.a.adv_set & MMF_ADV_ANON))
+			return 0;
+		if ((r.a.prot | prot) != prot)
+			*promo = 0;
+		if (r.a.prot != prot)
+			*same = 0;
+		if (r.a.lock != lock)
+			*locked = 0;
+	}
+	return 1;
+}
+
+/* How many bytes of [s,e) tab holds (writer lock held). */
+static uint64_t lazy_covered(struct mmf_lazy *tab, uint64_t s, uint64_t e)
+{
+	struct mmf_pend b[32];
+	uint64_t n = 0, at = s;
+	uint32_t c;
+	while (at < e && (c = mmf_lazy_collect(tab, at, e, b, 32))) {
+		for (uint32_t i = 0; i < c; i++)
+			n += b[i].e - b[i].s;
+		at = b[c - 1].e;
+	}
+	return n;
+}
+
+/* The lazy decisions for mprotect, munlock and mlock.  1 when the call was
+ * answered (*res), 0 when the normal path goes on. */
+static int lazy_run(struct mmf_op *op, struct mmf_tstats *t, long *res)
+{
+	uint64_t s, e;
+	struct mmf_want w;
+	int k = op->kind;
+	if (!(k == MMF_K_MPROTECT || k == MMF_K_MUNLOCK || k == MMF_K_MLOCK) ||
+	    !question(op, &s, &e, &w))
+		return 0;
+	if (k == MMF_K_MPROTECT && (op->flags || (w.prot & PROT_EXEC)))
+		return 0; /* keys; code: a deferred PROT_EXEC would fault on every
+			     fetch into the chain, and JITs run what they flip */
+	if (k == MMF_K_MLOCK && !mmf_lazy_count(&lz_unlock))
+		return 0;
+	if (k == MMF_K_MPROTECT && mmf_sigchain_in_handler())
+		return 0; /* asked by the program's fault handler: made at once */
+	/* nothing pending here and nothing to defer: the normal path, which
+	 * skips without a lock */
+	int v = mmf_map_check(&map, s, e, &w);
+	if (v == MMF_NOOP_PROVEN && !mmf_lazy_overlaps(&lz_prot, s, e) &&
+	    !mmf_lazy_overlaps(&lz_unlock, s, e))
+		return 0;
+	int promo, same, locked, handled = 0;
+	wenter();
+	if (k == MMF_K_MPROTECT) {
+		if (lazy_known(s, e, w.prot, MMF_LOCK_NONE, &promo, &same, &locked) && promo) {
+			int had = mmf_lazy_overlaps(&lz_prot, s, e);
+			if (same) {
+				mmf_lazy_set(&lz_prot, s, e, -1);
+				mmf_stat_add(t, k, MMF_S_SKIPPED, 1);
+				if (had)
+					mmf_event(MMF_E_LAZY_CANCELLED);
+				handled = 1;
+			} else if (mmf_lazy_set(&lz_prot, s, e, w.prot) == 0) {
+				mmf_stat_add(t, k, MMF_S_DEFERRED, 1);
+				handled = 1;
+			}
+		}
+	} else if (k == MMF_K_MUNLOCK) {
+		if (lazy_known(s, e, PROT_NONE, MMF_LOCK_ON, &promo, &same, &locked) && locked &&
+		    mmf_lazy_set(&lz_unlock, s, e, 0) == 0) {
+			mmf_stat_add(t, k, MMF_S_DEFERRED, 1);
+			handled = 1;
+		}
+	} else if (w.lock == MMF_LOCK_ON && lazy_covered(&lz_unlock, s, e) == e - s &&
+		   lazy_known(s, e, PROT_NONE, MMF_LOCK_ON, &promo, &same, &locked) && locked &&
+		   mlock_permitted()) {
+		/* mlock of a range whose munlock waits: both vanish */
+		mmf_lazy_set(&lz_unlock, s, e, -1);
+		mmf_stat_add(t, k, MMF_S_SKIPPED, 1);
+		mmf_event(MMF_E_LAZY_CANCELLED);
+		handled = 1;
+	}
+	if (!handled) {
+		/* Made now: what waits here first (and every waiting munlock
+		 * before an mlock, whose limit they count against). */
+		if (k == MMF_K_MLOCK)
+			lazy_apply(0, UINT64_MAX);
+		else
+			lazy_apply(s, e);
+	}
+	wleave();
+	if (handled) {
+		if (tracing)
+			trace(op, "deferred", 0);
+		*res = 0;
+	}
+	return handled;
+}
+
+/* SIGSEGV on a page whose promotion waits: make it and retry the access. */
+static int lazy_fault(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	if (sig != SIGSEGV || si->si_code != SEGV_ACCERR || !mmf_lazy_count(&lz_prot))
+		return 0;
+	uint64_t a = (uint64_t)si->si_addr & ~(uint64_t)(page - 1);
+	struct mmf_pend p;
+	if (in_write)
+		return 0;
+	int found = mmf_lazy_find(&lz_prot, a, &p);
+	if (!found && !__atomic_load_n(&lz_applying, __ATOMIC_ACQUIRE))
+		return 0;
+	wenter();
+	struct mmf_pend *q = mmf_lazy_at(&lz_prot, a);
+	if (!q) {
+		/* Another thread may have made this page's promotion between
+		 * the fault and the look: then what the access needs is in
+		 * force now, and the access is retried. */
+		struct mmf_rec r;
+		int need = fault_access(uc);
+		int ok = need && mmf_map_lookup(&map, a, &r) && r.a.owned &&
+			 r.a.prot != MMF_UNKNOWN && (r.a.prot & need) == need &&
+			 (uint64_t)si->si_addr < r.end;
+		wleave();
+		if (ok)
+			mmf_event(MMF_E_LAZY_RETRIED);
+		return ok;
+	}
+	if (q) {
+		uint64_t gs = q->s, ge = q->e;
+		if (++q->touches < LAZY_DENSE && ge - gs > 4 * (uint64_t)LAZY_GRANULE) {
+			gs = a & ~(uint64_t)(LAZY_GRANULE - 1);
+			ge = gs + LAZY_GRANULE;
+			if (gs < q->s)
+				gs = q->s;
+			if (ge > q->e)
+				ge = q->e;
+		} else if (q->touches >= LAZY_DENSE) {
+			mmf_event(MMF_E_LAZY_DENSE);
+		}
+		lazy_apply(gs, ge);
+		mmf_event(MMF_E_LAZY_FAULTS);
+	}
+	wleave();
+	return 1; /* retried: a fault that is not ours comes back and goes on */
+}
+
+static void lazy_start(void)
+{
+	if (mode != MMF_MODE_LAZY)
+		return;
+	if (mmf_lazy_init(&lz_prot, LAZY_CAP) || mmf_lazy_init(&lz_unlock, LAZY_CAP) ||
+	    mmf_sigchain_claim(lazy_fault) != 0) {
+		mmf_log(1, "mmfold: lazy mode: cannot install the fault handler; calls are made "
+			   "as in safe mode");
+		return;
+	}
+	__atomic_store_n(&lazy_on, 1, __ATOMIC_RELEASE);
+}
+
+/* Everything pending, made now (fork, exit, mmfold_flush). */
+void mmf_lazy_flush_all(void)
+{
+	if (!__atomic_load_n(&lazy_on, __ATOMIC_ACQUIRE) || in_write ||
+	    (!mmf_lazy_count(&lz_prot) && !mmf_lazy_count(&lz_unlock)))
+		return;
+	wenter();
+	lazy_apply(0, UINT64_MAX);
+	wleave();
+}
+
+/* A buffer the kernel is about to read or write (preload/io.c). */
+void mmf_lazy_buffer(uint64_t p, size_t n)
+{
+	if (!n || !__atomic_load_n(&lazy_on, __ATOMIC_RELAXED) || !mmf_lazy_count(&lz_prot))
+		return;
+	uint64_t s = p & ~(uint64_t)(page - 1), e = (p + n + page - 1) & ~(uint64_t)(page - 1);
+	if (e <= s || p + n < p || !mmf_lazy_overlaps(&lz_prot, s, e) || in_write)
+		return;
+	wenter();
+	lazy_apply(s, e);
+	wleave();
+	mmf_event(MMF_E_LAZY_BUFFERS);
 }
 
 /* ---- the entry point ---------------------------------------------------- */
@@ -845,6 +1213,11 @@ long mmf_run(struct mmf_op *op)
 		if (mmf_batch_intercept(op, &r))
 			return r;
 	}
+	if (lazy_on) {
+		long r;
+		if (lazy_run(op, t, &r))
+			return r;
+	}
 	return decide(op, t, asked);
 }
 
@@ -869,6 +1242,8 @@ long mmf_forward_counted(const struct mmf_op *op, uint64_t bytes)
 static long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 {
 	int k = op->kind;
+	if (lazy_on)
+		lazy_before(op);
 	if (k == MMF_K_BRK)
 		return run_brk(op, t);
 
@@ -899,7 +1274,7 @@ static long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 		}
 		if (v == MMF_NOOP_PROVEN) {
 			mmf_stat_add(t, k, MMF_S_SKIPPED, 1);
-			if (mode == MMF_MODE_SAFE) {
+			if (mode >= MMF_MODE_SAFE) {
 				if (tracing)
 					trace(op, "skipped", 0);
 				return 0;
@@ -919,12 +1294,12 @@ static long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 		}
 	}
 
-	uint64_t align = (k == MMF_K_MMAP && mode == MMF_MODE_SAFE) ? align_plan(op) : 0;
+	uint64_t align = (k == MMF_K_MMAP && mode >= MMF_MODE_SAFE) ? align_plan(op) : 0;
 	wenter();
 	long r;
 	if (align)
 		r = mmap_aligned(op, t, align);
-	else if (!(k == MMF_K_MREMAP && mode == MMF_MODE_SAFE && mremap_aligned(op, t, &r)))
+	else if (!(k == MMF_K_MREMAP && mode >= MMF_MODE_SAFE && mremap_aligned(op, t, &r)))
 		r = forward(op, t, asked);
 	record(op, r, &hint);
 	wleave();
@@ -1106,6 +1481,7 @@ void mmf_atfork_prepare(void)
 		return;
 	}
 	mmf_batch_flush_all(); /* the child gets what the batches asked for */
+	mmf_lazy_flush_all();  /* and what lazy mode deferred */
 	wenter();
 	fork_locked = 1;
 }
@@ -1181,8 +1557,10 @@ void mmf_fini(void)
 		return;
 	if (__atomic_exchange_n(&fini_done, 1, __ATOMIC_ACQ_REL))
 		return;
-	if (!in_write)
+	if (!in_write) {
 		mmf_batch_flush_all();
+		mmf_lazy_flush_all();
+	}
 	if (!cfg.v[MMF_OPT_STATS])
 		return;
 	int fd, c;

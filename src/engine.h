@@ -5,6 +5,7 @@
 #ifndef MMF_ENGINE_H
 #define MMF_ENGINE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "config.h"
@@ -34,6 +35,17 @@ long mmf_run(struct mmf_op *op);
 long mmf_apply(struct mmf_op *op);
 /* Forwards op with this thread's counters (forwarded, bytes, kernel time). */
 long mmf_forward_counted(const struct mmf_op *op, uint64_t bytes);
+
+/* The range a call may change or depend on: [s,e) page-rounded; s >= e
+ * (nothing) for a mapping the kernel places; [0, max) when it is not one
+ * range (mremap, mlockall, ...). */
+void mmf_reach(const struct mmf_op *op, uint64_t *s, uint64_t *e);
+
+/* Lazy mode: makes everything deferred now (fork, exit, mmfold_flush). */
+void mmf_lazy_flush_all(void);
+/* Lazy mode: the kernel is about to read or write [p, p+n) for the program
+ * (read(), send(), ...): deferred promotions there are made first. */
+void mmf_lazy_buffer(uint64_t p, size_t n);
 
 static inline int mmf_is_err(long r) { return (unsigned long)r > -4096UL; }
 

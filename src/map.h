@@ -34,6 +34,10 @@ enum {
 	/* Not a VMA flag: MADV_HUGEPAGE here was mmfold's own advice (so a
 	 * MAP_FIXED commit inside it gets the advice again). */
 	MMF_ADV_OURS = 1u << 5,
+	/* Not a VMA flag: a private anonymous mapping made through mmfold
+	 * (lazy mode defers promotions only there: the kernel cannot refuse
+	 * them for a file's reasons). */
+	MMF_ADV_ANON = 1u << 6,
 };
 
 /* What is known about one range.  prot, lock, sealed and pkey may be

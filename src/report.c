@@ -53,7 +53,7 @@ static void text(struct mmf_buf *b, const struct mmf_tstats *s, const uint64_t *
 		}
 	if (any)
 		mmf_putc(b, '\n');
-	if (mmf_mode() == MMF_MODE_SAFE)
+	if (mmf_mode() >= MMF_MODE_SAFE)
 		mmf_folio_report(b, 0);
 }
 
@@ -93,7 +93,7 @@ static void json(struct mmf_buf *b, const struct mmf_tstats *s, const uint64_t *
 		mmf_putu(b, ev[e]);
 	}
 	mmf_putc(b, '}');
-	if (mmf_mode() == MMF_MODE_SAFE)
+	if (mmf_mode() >= MMF_MODE_SAFE)
 		mmf_folio_report(b, 1);
 	mmf_puts(b, "}\n");
 }

@@ -132,6 +132,8 @@ static void kernel_default(int sig)
 	rt_sigaction(sig, &d, NULL);
 }
 
+__thread uintptr_t mmf_sigchain_sp __attribute__((tls_model("initial-exec")));
+
 static void handler(int sig, siginfo_t *si, void *uc)
 {
 	mmf_fault_fn fn = __atomic_load_n(&fault_fn, __ATOMIC_ACQUIRE);
@@ -183,10 +185,18 @@ static void handler(int sig, siginfo_t *si, void *uc)
 	if (!(a.flags & SA_NODEFER))
 		m |= BIT(sig);
 	setmask(m & ~(BIT(SIGKILL) | BIT(SIGSTOP)));
+	/* Calls made below this frame come from the program's handler (lazy
+	 * mode makes them at once); one that longjmps out leaves it behind,
+	 * and a frame above it is not below it. */
+	uintptr_t was_sp = mmf_sigchain_sp;
+	mmf_sigchain_sp = (uintptr_t)__builtin_frame_address(0);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (a.flags & SA_SIGINFO)
 		((void (*)(int, siginfo_t *, void *))a.handler)(sig, si, uc);
 	else
 		((void (*)(int))a.handler)(sig);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	mmf_sigchain_sp = was_sp;
 	setmask(~0ULL); /* sigreturn restores uc_sigmask (as the program left it) */
 }
 
@@ -285,8 +295,8 @@ static int never(int sig, siginfo_t *si, void *uc)
 
 void mmf_sigchain_start(void)
 {
-	if (mmf_cfg()->v[MMF_OPT_SIGCHAIN] != MMF_SIGCHAIN_ON)
-		return;
+	if (mmf_cfg()->v[MMF_OPT_SIGCHAIN] != MMF_SIGCHAIN_ON || mmf_sigchain_claimed())
+		return; /* lazy mode claimed it already, with its own fn */
 	int r = mmf_sigchain_claim(never);
 	if (r < 0)
 		mmf_log(1, "mmfold: MMFOLD_SIGCHAIN=on: cannot install the SIGSEGV/SIGBUS handler; "

@@ -25,6 +25,19 @@ typedef int (*mmf_fault_fn)(int sig, siginfo_t *si, void *uctx);
  * signals are recorded, not installed.  Returns 0 or -errno. */
 int mmf_sigchain_claim(mmf_fault_fn fn);
 
+/* The frame from which mmfold's handler called the program's SIGSEGV/SIGBUS
+ * handler on this thread (0: none yet). */
+extern __thread uintptr_t mmf_sigchain_sp __attribute__((tls_model("initial-exec")));
+
+/* 1 when the caller runs inside the program's SIGSEGV/SIGBUS handler
+ * (called through the chain): its stack frame lies below the dispatching
+ * frame, within 1 MiB.  A handler left by siglongjmp is not counted. */
+static inline int mmf_sigchain_in_handler(void)
+{
+	uintptr_t h = mmf_sigchain_sp, sp = (uintptr_t)__builtin_frame_address(0);
+	return h && sp < h && h - sp < (1u << 20);
+}
+
 /* MMFOLD_SIGCHAIN=on: claims with a fn that never claims a fault.  Called
  * from the constructor after the configuration was read. */
 void mmf_sigchain_start(void);

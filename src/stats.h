@@ -56,7 +56,13 @@ enum {
 	X(SIGNALS_CHAINED, "signals_chained") /* passed on to the program's action */ \
 	X(BATCH_FLUSHES, "batch_flushes") /* queues applied */                \
 	X(BATCH_PMADV, "batch_process_madvise") /* advice calls made as one */ \
-	X(BATCH_FALLBACK, "batch_madvise_fallbacks") /* ranges retried alone */
+	X(BATCH_FALLBACK, "batch_madvise_fallbacks") /* ranges retried alone */ \
+	X(LAZY_CANCELLED, "lazy_cancelled") /* deferred calls undone by a later one */ \
+	X(LAZY_APPLIED, "lazy_applied")   /* deferred ranges made */            \
+	X(LAZY_FAULTS, "lazy_faults")     /* first touches served */            \
+	X(LAZY_DENSE, "lazy_dense")       /* whole ranges made on dense touches */ \
+	X(LAZY_RETRIED, "lazy_retried")   /* faults that raced with a promotion */ \
+	X(LAZY_BUFFERS, "lazy_buffers")   /* made before read()/write()/... */
 
 enum {
 #define X(id, name, ...) MMF_E_##id,

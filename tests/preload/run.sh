@@ -143,7 +143,7 @@ differential() {
 		return 1
 	fi
 	local m d
-	for m in off safe observe; do
+	for m in off safe observe lazy; do
 		run "$OUT/$name.$m" "$m" "$@"
 		if ! d=$(same "$name.$m" "$OUT/$name.ref" "$OUT/$name.$m" "$m"); then
 			REASON="mode $m differs from no-preload run ($d)"

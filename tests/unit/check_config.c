@@ -100,7 +100,6 @@ START_TEST(bad_values)
 	} t[] = {
 		{"MMFOLD_MODE=fast", "MMFOLD_MODE", "using safe", MMF_OPT_MODE, MMF_MODE_SAFE},
 		{"MMFOLD_MODE=", "MMFOLD_MODE", "using safe", MMF_OPT_MODE, MMF_MODE_SAFE},
-		{"MMFOLD_MODE=lazy", "lazy mode is not available", "using safe", MMF_OPT_MODE, MMF_MODE_SAFE},
 		{"MMFOLD_STATS=2", "MMFOLD_STATS", "using 0", MMF_OPT_STATS, 0},
 		{"MMFOLD_STATS=maybe", "MMFOLD_STATS", "using 0", MMF_OPT_STATS, 0},
 		{"MMFOLD_STATS_FORMAT=xml", "MMFOLD_STATS_FORMAT", "using text", MMF_OPT_STATS_FORMAT, MMF_FMT_TEXT},

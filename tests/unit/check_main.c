@@ -25,6 +25,7 @@
 static Suite *(*const all_suites[])(void) = {
 	map_suite,
 	map_fill_suite,
+	lazy_suite,
 	config_suite,
 	verify_suite,
 	preload_suite,

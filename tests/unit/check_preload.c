@@ -460,6 +460,89 @@ START_TEST(batch_counts)
 }
 END_TEST
 
+/* ---- lazy mode ---- */
+
+/* Random calls with probes through the program's own SIGSEGV handler, the
+ * kernel reading and writing the regions (pipes), fork and a second thread:
+ * the same output without mmfold and in lazy mode; and deferral really
+ * happened (the test is not passing on a mode that defers nothing). */
+START_TEST(lazy_diff)
+{
+	long deferred = 0, faults = 0, cancelled = 0, buffers = 0;
+	for (int seed = 1; seed <= 16; seed++) {
+		char sd[16];
+		snprintf(sd, sizeof sd, "%d", seed);
+		char *argv[] = {prog("lazy"), (char *)"diff", sd, (char *)"60", NULL};
+		struct result ref, r;
+		run(&ref, 0, NULL, argv);
+		ck_assert_int_eq(ref.status, 0);
+		const char *env[] = {"MMFOLD_MODE=lazy", "MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json",
+				     NULL};
+		run(&r, 1, env, argv);
+		ck_assert_msg(r.status == 0 && !strcmp(r.out, ref.out),
+			      "lazy diff seed %d: exit %d, output differs:\n%s\nexpected\n%s", seed,
+			      r.status, r.out, ref.out);
+		deferred += jfield(r.err, "mprotect", "deferred");
+		faults += jfield(r.err, "events", "lazy_faults");
+		cancelled += jfield(r.err, "events", "lazy_cancelled");
+		buffers += jfield(r.err, "events", "lazy_buffers");
+	}
+	ck_assert_int_gt(deferred, 300);
+	ck_assert_int_gt(faults, 100);
+	ck_assert_int_gt(cancelled, 5);
+	ck_assert_int_gt(buffers, 5);
+}
+END_TEST
+
+/* The seeds' loop: RO then RW 40 times with no access between is one
+ * mprotect (the first RO) plus the promotions the final writes fault in;
+ * mlock/munlock 100 times is one of each. */
+START_TEST(lazy_counts)
+{
+	const char *env[] = {"MMFOLD_MODE=lazy", "MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
+	char *loop[] = {prog("lazy"), (char *)"loop", (char *)"16", (char *)"40", NULL};
+	struct result r;
+	run(&r, 1, env, loop);
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_str_eq(r.out, "loop ok 4096\n");
+	ck_assert_int_eq(jfield(r.err, "mprotect", "calls"), 80);
+	ck_assert_int_eq(jfield(r.err, "mprotect", "deferred"), 40);
+	ck_assert_int_eq(jfield(r.err, "events", "lazy_cancelled"), 39);
+	ck_assert_int_le(jfield(r.err, "mprotect", "forwarded"), 1 + 4);
+	char *ml[] = {prog("lazy"), (char *)"mlockloop", (char *)"4", (char *)"100", NULL};
+	run(&r, 1, env, ml);
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_str_eq(r.out, "mlockloop ok\n");
+	ck_assert_int_eq(jfield(r.err, "mlock", "forwarded"), 1);
+	ck_assert_int_eq(jfield(r.err, "munlock", "deferred"), 100);
+	ck_assert_int_eq(jfield(r.err, "munlock", "forwarded"), 1); /* at exit */
+	/* the same loops in safe mode make every call */
+	const char *safe[] = {"MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
+	run(&r, 1, safe, loop);
+	ck_assert_int_eq(jfield(r.err, "mprotect", "forwarded"), 80);
+}
+END_TEST
+
+/* A write barrier (the program's handler unprotects the written page) sees
+ * exactly the pages written, its promotions are made at once, and other
+ * promotions wait meanwhile. */
+START_TEST(lazy_barrier)
+{
+	char *argv[] = {prog("lazy"), (char *)"barrier", NULL};
+	struct result ref, r;
+	run(&ref, 0, NULL, argv);
+	ck_assert_int_eq(ref.status, 0);
+	const char *env[] = {"MMFOLD_MODE=lazy", "MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
+	run(&r, 1, env, argv);
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_str_eq(r.out, ref.out);
+	ck_assert_ptr_null(strstr(r.out, "!")); /* no page faulted twice */
+	/* 20 RW promotions of the whole area wait; the handler's 256 do not */
+	ck_assert_int_eq(jfield(r.err, "mprotect", "deferred"), 21);
+	ck_assert_int_eq(jfield(r.err, "events", "signals_chained"), 256);
+}
+END_TEST
+
 /* One test per differential suite of tests/preload/run.sh. */
 static void run_script(const char *name)
 {
@@ -516,6 +599,13 @@ Suite *preload_suite(void)
 	tcase_add_test(b, batch_threads_fork_vec);
 	tcase_add_test(b, batch_counts);
 	suite_add_tcase(s, b);
+	TCase *z = tcase_create("lazy");
+	tcase_add_checked_fixture(z, setup, teardown);
+	tcase_set_timeout(z, 120);
+	tcase_add_test(z, lazy_diff);
+	tcase_add_test(z, lazy_counts);
+	tcase_add_test(z, lazy_barrier);
+	suite_add_tcase(s, z);
 	TCase *d = tcase_create("differential");
 	tcase_add_checked_fixture(d, setup, teardown);
 	tcase_set_timeout(d, 300);

@@ -7,6 +7,7 @@
 
 Suite *map_suite(void);     /* tests/unit/check_map.c: the shadow map (src/map.c) */
 Suite *map_fill_suite(void); /* tests/unit/check_map_fill.c: learning about holes */
+Suite *lazy_suite(void);     /* tests/unit/check_lazy.c: lazy mode's pending table */
 Suite *config_suite(void);  /* tests/unit/check_config.c: MMFOLD_* parsing */
 Suite *verify_suite(void);  /* tests/unit/check_verify.c: MMFOLD_VERIFY's view of the kernel */
 Suite *preload_suite(void); /* tests/unit/check_preload.c: programs under LD_PRELOAD */

@@ -1,0 +1,331 @@
+/* Buffer-taking system-call wrappers, for lazy mode: the kernel does not
+ * fault on a program's buffer, it fails with EFAULT, so a deferred
+ * promotion where the buffer lies is made before the call.  Outside lazy
+ * mode (or with nothing deferred) each wrapper costs one load and a branch
+ * before the next definition.  Calls libc makes internally (fread's read,
+ * printf's write) do not come through here: see README.md. */
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "next.h"
+
+#define MMF_IO_SYMBOLS(X)                                                      \
+	X(read, ssize_t, (int, void *, size_t))                                \
+	X(write, ssize_t, (int, const void *, size_t))                         \
+	X(pread, ssize_t, (int, void *, size_t, off_t))                        \
+	X(pwrite, ssize_t, (int, const void *, size_t, off_t))                 \
+	X(readv, ssize_t, (int, const struct iovec *, int))                    \
+	X(writev, ssize_t, (int, const struct iovec *, int))                   \
+	X(preadv, ssize_t, (int, const struct iovec *, int, off_t))            \
+	X(pwritev, ssize_t, (int, const struct iovec *, int, off_t))           \
+	X(preadv2, ssize_t, (int, const struct iovec *, int, off_t, int))      \
+	X(pwritev2, ssize_t, (int, const struct iovec *, int, off_t, int))     \
+	X(recv, ssize_t, (int, void *, size_t, int))                           \
+	X(recvfrom, ssize_t, (int, void *, size_t, int, struct sockaddr *, socklen_t *)) \
+	X(recvmsg, ssize_t, (int, struct msghdr *, int))                       \
+	X(recvmmsg, int, (int, struct mmsghdr *, unsigned, int, struct timespec *)) \
+	X(send, ssize_t, (int, const void *, size_t, int))                     \
+	X(sendto, ssize_t, (int, const void *, size_t, int, const struct sockaddr *, socklen_t)) \
+	X(sendmsg, ssize_t, (int, const struct msghdr *, int))                 \
+	X(sendmmsg, int, (int, struct mmsghdr *, unsigned, int))               \
+	X(__read_chk, ssize_t, (int, void *, size_t, size_t))                  \
+	X(__pread_chk, ssize_t, (int, void *, size_t, off_t, size_t))          \
+	X(__recv_chk, ssize_t, (int, void *, size_t, size_t, int))             \
+	X(__recvfrom_chk, ssize_t, (int, void *, size_t, size_t, int, struct sockaddr *, socklen_t *)) \
+	X(open, int, (const char *, int, ...))                                 \
+	X(openat, int, (int, const char *, int, ...))                          \
+	X(__open_2, int, (const char *, int))                                  \
+	X(__openat_2, int, (int, const char *, int))                           \
+	X(fopen, FILE *, (const char *, const char *))
+
+static struct {
+#define X(name, ret, args) ret(*name) args;
+	MMF_IO_SYMBOLS(X)
+#undef X
+} next_io;
+
+void mmf_io_resolve(void)
+{
+#define X(name, ret, args) next_io.name = (ret(*) args)dlsym(RTLD_NEXT, #name);
+	MMF_IO_SYMBOLS(X)
+#undef X
+}
+
+static void iov(const struct iovec *v, long n)
+{
+	if (!v || n <= 0)
+		return;
+	mmf_lazy_buffer((uint64_t)(uintptr_t)(v), (size_t)n * sizeof *v);
+	for (long i = 0; i < n && i < 1024; i++)
+		mmf_lazy_buffer((uint64_t)(uintptr_t)(v[i].iov_base), v[i].iov_len);
+}
+
+static void msg(const struct msghdr *m)
+{
+	if (!m)
+		return;
+	mmf_lazy_buffer((uint64_t)(uintptr_t)(m), sizeof *m);
+	mmf_lazy_buffer((uint64_t)(uintptr_t)(m->msg_name), m->msg_namelen);
+	iov(m->msg_iov, (long)m->msg_iovlen);
+	mmf_lazy_buffer((uint64_t)(uintptr_t)(m->msg_control), m->msg_controllen);
+}
+
+/* The next definition when known, else the system call (before mmfold's
+ * constructor ran). */
+#define NEXT(name, sysargs, ...)                                               \
+	(next_io.name ? next_io.name(__VA_ARGS__) : mmf_libc_ret(mmf_sys6 sysargs))
+
+MMF_EXPORT ssize_t read(int fd, void *b, size_t n)
+{
+	mmf_lazy_buffer((uint64_t)(uintptr_t)(b), n);
+	return NEXT(read, (SYS_read, fd, (long)b, (long)n, 0, 0, 0), fd, b, n);
+}
+
+MMF_EXPORT ssize_t write(int fd, const void *b, size_t n)
+{
+	mmf_lazy_buffer((uint64_t)(uintptr_t)(b), n);
+	return NEXT(write, (SYS_write, fd, (long)b, (long)n, 0, 0, 0), fd, b, n);
+}
+
+MMF_EXPORT ssize_t pread(int fd, void *b, size_t n, off_t o)
+{
+	mmf_lazy_buffer((uint64_t)(uintptr_t)(b), n);
+	return NEXT(pread, (SYS_pread64, fd, (long)b, (long)n, o, 0, 0), fd, b, n, o);
+}
+MMF_EXPORT ssize_t pread64(int fd, void *b, size_t n, off_t o) __attribute__((alias("pread")));
+
+MMF_EXPORT ssize_t pwrite(int fd, const void *b, size_t n, off_t o)
+{
+	mmf_lazy_buffer((uint64_t)(uintptr_t)(b), n);
+	return NEXT(pwrite, (SYS_pwrite64, fd, (long)b, (long)n, o, 0, 0), fd, b, n, o);
+}
+MMF_EXPORT ssize_t pwrite64(int fd, const void *b, size_t n, off_t o) __attribute__((alias("pwrite")));
+
+MMF_EXPORT ssize_t readv(int fd, const struct iovec *v, int n)
+{
+	iov(v, n);
+	return NEXT(readv, (SYS_readv, fd, (long)v, n, 0, 0, 0), fd, v, n);
+}
+
+MMF_EXPORT ssize_t writev(int fd, const struct iovec *v, int n)
+{
+	iov(v, n);
+	return NEXT(writev, (SYS_writev, fd, (long)v, n, 0, 0, 0), fd, v, n);
+}
+
+MMF_EXPORT ssize_t preadv(int fd, const struct iovec *v, int n, off_t o)
+{
+	iov(v, n);
+	return NEXT(preadv, (SYS_preadv, fd, (long)v, n, o, 0, 0), fd, v, n, o);
+}
+MMF_EXPORT ssize_t preadv64(int fd, const struct iovec *v, int n, off_t o)
+	__attribute__((alias("preadv")));
+
+MMF_EXPORT ssize_t pwritev(int fd, const struct iovec *v, int n, off_t o)
+{
+	iov(v, n);
+	return NEXT(pwritev, (SYS_pwritev, fd, (long)v, n, o, 0, 0), fd, v, n, o);
+}
+MMF_EXPORT ssize_t pwritev64(int fd, const struct iovec *v, int n, off_t o)
+	__attribute__((alias("pwritev")));
+
+MMF_EXPORT ssize_t preadv2(int fd, const struct iovec *v, int n, off_t o, int fl)
+{
+	iov(v, n);
+	return NEXT(preadv2, (SYS_preadv2, fd, (long)v, n, o, 0, fl), fd, v, n, o, fl);
+}
+MMF_EXPORT ssize_t preadv64v2(int fd, const struct iovec *v, int n, off_t o, int fl)
+	__attribute__((alias("preadv2")));
+
+MMF_EXPORT ssize_t pwritev2(int fd, const struct iovec *v, int n, off_t o, int fl)
+{
+	iov(v, n);
+	return NEXT(pwritev2, (SYS_pwritev2, fd, (long)v, n, o, 0, fl), fd, v, n, o, fl);
+}
+MMF_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *v, int n, off_t o, int fl)
+	__attribute__((alias("pwritev2")));
+
+MMF_EXPORT ssize_t recv(int fd, void *b, size_t n, int fl)
+{
+	mmf_lazy_buffer((uint64_t)(uintptr_t)(b), n);
+	return NEXT(recv, (SYS_recvfrom, fd, (long)b, (long)n, fl, 0, 0), fd, b, n, fl);
+}
+
+MMF_EXPORT ssize_t recvfrom(int fd, void *b, size_t n, int fl, struct sockaddr *a, socklen_t *al)
+{
+	mmf_lazy_buffer((uint64_t)(uintptr_t)(b), n);
+	if (a && al) {
+		mmf_lazy_buffer((uint64_t)(uintptr_t)(al), sizeof *al);
+		mmf_lazy_buffer((uint64_t)(uintptr_t)(a), *al);
+	}
+	return NEXT(recvfrom, (SYS_recvfrom, fd, (long)b, (long)n, fl, (long)a, (long)al), fd, b, n,
+		    fl, a, al);
+}
+
+MMF_EXPORT ssize_t recvmsg(int fd, struct msghdr *m, int fl)
+{
+	msg(m);
+	return NEXT(recvmsg, (SYS_recvmsg, fd, (long)m, fl, 0, 0, 0), fd, m, fl);
+}
+
+MMF_EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned n, int fl, struct timespec *t)
+{
+	mmf_lazy_buffer((uint64_t)(uintptr_t)(v), (size_t)n * sizeof *v);
+	for (unsigned i = 0; v && i < n && i < 1024; i++)
+		msg(&v[i].msg_hdr);
+	return (int)NEXT(recvmmsg, (SYS_recvmmsg, fd, (long)v, n, fl, (long)t, 0), fd, v, n, fl, t);
+}
+
+MMF_EXPORT ssize_t send(int fd, const void *b, size_t n, int fl)
+{
+	mmf_lazy_buffer((uint64_t)(uintptr_t)(b), n);
+	return NEXT(send, (SYS_sendto, fd, (long)b, (long)n, fl, 0, 0), fd, b, n, fl);
+}
+
+MMF_EXPORT ssize_t sendto(int fd, const void *b, size_t n, int fl, const struct sockaddr *a,
+			  socklen_t al)
+{
+	mmf_lazy_buffer((uint64_t)(uintptr_t)(b), n);
+	mmf_lazy_buffer((uint64_t)(uintptr_t)(a), al);
+	return NEXT(sendto, (SYS_sendto, fd, (long)b, (long)n, fl, (long)a, al), fd, b, n, fl, a,
+		    al);
+}
+
+MMF_EXPORT ssize_t sendmsg(int fd, const struct msghdr *m, int fl)
+{
+	msg(m);
+	return NEXT(sendmsg, (SYS_sendmsg, fd, (long)m, fl, 0, 0, 0), fd, m, fl);
+}
+
+MMF_EXPORT int sendmmsg(int fd, struct mmsghdr *v, unsigned n, int fl)
+{
+	mmf_lazy_buffer((uint64_t)(uintptr_t)(v), (size_t)n * sizeof *v);
+	for (unsigned i = 0; v && i < n && i < 1024; i++)
+		msg(&v[i].msg_hdr);
+	return (int)NEXT(sendmmsg, (SYS_sendmmsg, fd, (long)v, n, fl, 0, 0), fd, v, n, fl);
+}
+
+/* _FORTIFY_SOURCE's checked versions call libc's read internally. */
+MMF_EXPORT ssize_t __read_chk(int fd, void *b, size_t n, size_t bl)
+{
+	mmf_lazy_buffer((uint64_t)(uintptr_t)(b), n < bl ? n : bl);
+	return NEXT(__read_chk, (SYS_read, fd, (long)b, (long)n, 0, 0, 0), fd, b, n, bl);
+}
+
+MMF_EXPORT ssize_t __pread_chk(int fd, void *b, size_t n, off_t o, size_t bl)
+{
+	mmf_lazy_buffer((uint64_t)(uintptr_t)(b), n < bl ? n : bl);
+	return NEXT(__pread_chk, (SYS_pread64, fd, (long)b, (long)n, o, 0, 0), fd, b, n, o, bl);
+}
+MMF_EXPORT ssize_t __pread64_chk(int fd, void *b, size_t n, off_t o, size_t bl)
+	__attribute__((alias("__pread_chk")));
+
+MMF_EXPORT ssize_t __recv_chk(int fd, void *b, size_t n, size_t bl, int fl)
+{
+	mmf_lazy_buffer((uint64_t)(uintptr_t)(b), n < bl ? n : bl);
+	return NEXT(__recv_chk, (SYS_recvfrom, fd, (long)b, (long)n, fl, 0, 0), fd, b, n, bl, fl);
+}
+
+MMF_EXPORT ssize_t __recvfrom_chk(int fd, void *b, size_t n, size_t bl, int fl, struct sockaddr *a,
+				  socklen_t *al)
+{
+	mmf_lazy_buffer((uint64_t)(uintptr_t)(b), n < bl ? n : bl);
+	return NEXT(__recvfrom_chk, (SYS_recvfrom, fd, (long)b, (long)n, fl, (long)a, (long)al), fd,
+		    b, n, bl, fl, a, al);
+}
+
+/* A program reading its own memory map sees the protections it asked for:
+ * lazy mode makes what it deferred before /proc/self/maps (smaps, numa_maps,
+ * pagemap) is opened. */
+static void own_maps(const char *path)
+{
+	if (!path || path[0] != '/' || path[1] != 'p')
+		return;
+	static const char pre[] = "/proc/";
+	for (int i = 0; i < 6; i++)
+		if (path[i] != pre[i])
+			return;
+	const char *p = path + 6;
+	if (!__builtin_strncmp(p, "self/", 5)) {
+		p += 5;
+	} else if (!__builtin_strncmp(p, "thread-self/", 12)) {
+		p += 12;
+	} else {
+		long pid = 0;
+		while (*p >= '0' && *p <= '9')
+			pid = pid * 10 + (*p++ - '0');
+		if (*p != '/' || pid != mmf_sys_getpid())
+			return;
+		p++;
+		if (!__builtin_strncmp(p, "task/", 5)) { /* /proc/PID/task/TID/ */
+			p += 5;
+			while (*p >= '0' && *p <= '9')
+				p++;
+			if (*p++ != '/')
+				return;
+		}
+	}
+	if (__builtin_strstr(p, "maps") || !__builtin_strcmp(p, "pagemap"))
+		mmf_lazy_flush_all();
+}
+
+MMF_EXPORT int open(const char *path, int flags, ...)
+{
+	mode_t mode = 0;
+	if (flags & (O_CREAT | O_TMPFILE)) {
+		va_list ap;
+		va_start(ap, flags);
+		mode = va_arg(ap, mode_t);
+		va_end(ap);
+	}
+	own_maps(path);
+	return (int)NEXT(open, (SYS_openat, AT_FDCWD, (long)path, flags, mode, 0, 0), path, flags,
+			 mode);
+}
+MMF_EXPORT int open64(const char *path, int flags, ...) __attribute__((alias("open")));
+
+MMF_EXPORT int openat(int dfd, const char *path, int flags, ...)
+{
+	mode_t mode = 0;
+	if (flags & (O_CREAT | O_TMPFILE)) {
+		va_list ap;
+		va_start(ap, flags);
+		mode = va_arg(ap, mode_t);
+		va_end(ap);
+	}
+	own_maps(path);
+	return (int)NEXT(openat, (SYS_openat, dfd, (long)path, flags, mode, 0, 0), dfd, path, flags,
+			 mode);
+}
+MMF_EXPORT int openat64(int dfd, const char *path, int flags, ...) __attribute__((alias("openat")));
+
+MMF_EXPORT int __open_2(const char *path, int flags)
+{
+	own_maps(path);
+	return (int)NEXT(__open_2, (SYS_openat, AT_FDCWD, (long)path, flags, 0, 0, 0), path, flags);
+}
+MMF_EXPORT int __open64_2(const char *path, int flags) __attribute__((alias("__open_2")));
+
+MMF_EXPORT int __openat_2(int dfd, const char *path, int flags)
+{
+	own_maps(path);
+	return (int)NEXT(__openat_2, (SYS_openat, dfd, (long)path, flags, 0, 0, 0), dfd, path, flags);
+}
+MMF_EXPORT int __openat64_2(int dfd, const char *path, int flags) __attribute__((alias("__openat_2")));
+
+MMF_EXPORT FILE *fopen(const char *path, const char *mode)
+{
+	own_maps(path);
+	FILE *(*f)(const char *, const char *) = next_io.fopen;
+	if (!f) /* before mmfold's constructor (fopen exists: dlsym cannot fail) */
+		f = (FILE * (*)(const char *, const char *)) dlsym(RTLD_NEXT, "fopen");
+	return f(path, mode);
+}
+MMF_EXPORT FILE *fopen64(const char *path, const char *mode) __attribute__((alias("fopen")));

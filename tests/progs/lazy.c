@@ -1,0 +1,296 @@
+/* Lazy mode seen from a program: everything it can observe must be what it
+ * observes without mmfold.
+ *
+ *   lazy diff SEED ROUNDS   random mprotect/madvise/mlock/munlock/mmap/munmap
+ *                           calls on two regions (one with a hole), each
+ *                           round followed by a probe of every page (read,
+ *                           write, content) through the program's own
+ *                           SIGSEGV handler, read() and write() through
+ *                           pipes into and out of the regions, a forked
+ *                           child's probe, and a second thread's probe
+ *   lazy loop MIB N         map MIB MiB, touch it, then N times
+ *                           mprotect(PROT_READ) and mprotect(RW) with no
+ *                           access between (the seeds' loop); then a write
+ *                           to every page
+ *   lazy touchloop MIB N    the same with one byte per 64 KiB written after
+ *                           each mprotect(RW)
+ *   lazy mlockloop MIB N    mlock, munlock of MIB MiB, N times
+ *   lazy barrier            a write barrier: pages made read-only, the
+ *                           program's handler makes each written page
+ *                           writable and records it, while lazy mode has
+ *                           promotions pending elsewhere
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define PG 4096UL
+#define NPG 64
+
+static __thread sigjmp_buf jb;
+static __thread volatile int probing;
+static char *barrier_base;
+static size_t barrier_len;
+static volatile int barrier_hits[NPG];
+
+static void on_fault(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	char *a = si->si_addr;
+	if (!probing && barrier_base && a >= barrier_base && a < barrier_base + barrier_len) {
+		size_t i = (size_t)(a - barrier_base) / PG;
+		barrier_hits[i]++;
+		mprotect(barrier_base + i * PG, PG, PROT_READ | PROT_WRITE);
+		return;
+	}
+	if (probing)
+		siglongjmp(jb, 1);
+	signal(sig, SIG_DFL);
+}
+
+/* 'n' none, 'r' read-only, 'w' read-write; and the first byte. */
+static char probe(volatile char *p, int *byte)
+{
+	*byte = -1;
+	probing = 1;
+	if (sigsetjmp(jb, 1)) {
+		probing = 0;
+		return 'n';
+	}
+	char c = *p;
+	*byte = (unsigned char)c;
+	if (sigsetjmp(jb, 1)) {
+		probing = 0;
+		return 'r';
+	}
+	*p = c;
+	probing = 0;
+	return 'w';
+}
+
+static void show(const char *tag, char *base, int n)
+{
+	char line[NPG + 1];
+	unsigned sum = 0;
+	for (int i = 0; i < n; i++) {
+		int b;
+		line[i] = probe(base + i * PG, &b);
+		sum = sum * 31 + (unsigned)(b + 1);
+	}
+	line[n] = 0;
+	printf("%s %s %08x\n", tag, line, sum);
+}
+
+static uint64_t rnd_state;
+static unsigned rnd(unsigned n)
+{
+	rnd_state = rnd_state * 6364136223846793005ULL + 1442695040888963407ULL;
+	return (unsigned)(rnd_state >> 33) % n;
+}
+
+static char *region[2];
+
+static void *peer(void *arg)
+{
+	(void)arg;
+	show("peer-a", region[0], NPG);
+	return NULL;
+}
+
+static int diff(unsigned seed, int rounds)
+{
+	rnd_state = seed;
+	for (int k = 0; k < 2; k++) {
+		region[k] = mmap(NULL, NPG * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+				 -1, 0);
+		if (region[k] == MAP_FAILED)
+			return 1;
+		for (int i = 0; i < NPG; i++)
+			region[k][i * PG] = (char)(k * 100 + i + 1);
+	}
+	munmap(region[1] + 40 * PG, 4 * PG);
+	static const int prots[] = {PROT_NONE, PROT_READ, PROT_READ | PROT_WRITE, PROT_READ,
+				    PROT_READ | PROT_WRITE, PROT_NONE};
+	int pfd[2];
+	if (pipe(pfd))
+		return 1;
+	for (int round = 0; round < rounds; round++) {
+		int n = 1 + rnd(10);
+		printf("round %d:", round);
+		for (int c = 0; c < n; c++) {
+			int k = rnd(4) == 0;
+			int start = rnd(NPG), len = 1 + rnd(rnd(3) ? 4 : 24);
+			if (start + len > NPG)
+				len = NPG - start;
+			char *a = region[k] + start * PG;
+			int what = rnd(20), ret;
+			errno = 0;
+			if (what < 12) {
+				ret = mprotect(a, len * PG, prots[rnd(6)]);
+			} else if (what < 14) {
+				ret = madvise(a, len * PG, rnd(2) ? MADV_DONTNEED : MADV_WILLNEED);
+			} else if (what < 15) {
+				ret = mlock(a, len * PG);
+			} else if (what < 17) {
+				ret = munlock(a, len * PG);
+			} else if (what < 18 && !k) {
+				/* new memory over part of the region */
+				void *m = mmap(a, len * PG, prots[rnd(6)],
+					       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+				ret = m == MAP_FAILED ? -1 : 0;
+			} else if (what < 19) {
+				/* the kernel writes into the region */
+				char buf[64];
+				memset(buf, 'a' + (int)rnd(26), sizeof buf);
+				ret = (int)write(pfd[1], buf, sizeof buf);
+				ret = ret < 0 ? ret : (int)read(pfd[0], a + 8, sizeof buf);
+				ret = ret < 0 ? -1 : 0;
+			} else {
+				/* the kernel reads from it */
+				char buf[64];
+				ret = (int)write(pfd[1], a + 16, sizeof buf);
+				ret = ret < 0 ? ret : (int)read(pfd[0], buf, sizeof buf);
+				ret = ret < 0 ? -1 : 0;
+			}
+			printf(" %d%s", what, ret ? strerrorname_np(errno) : "");
+			if (getenv("LAZY_TRACE"))
+				fprintf(stderr, "round %d: op %d on %c+%d len %d -> %d\n", round, what,
+					'a' + k, start, len, ret);
+		}
+		printf("\n");
+		show("a", region[0], NPG);
+		show("b", region[1], 40);
+		if (round % 7 == 3) {
+			pthread_t t;
+			pthread_create(&t, NULL, peer, NULL);
+			pthread_join(t, NULL);
+		}
+		if (round % 11 == 5) {
+			fflush(stdout);
+			pid_t pid = fork();
+			if (pid == 0) {
+				show("child-a", region[0], NPG);
+				fflush(stdout);
+				_exit(0);
+			}
+			int st;
+			waitpid(pid, &st, 0);
+		}
+		for (int w = 0; w < 8; w++) {
+			int k = rnd(2), i = rnd(k ? 40 : NPG), byte;
+			if (probe(region[k] + i * PG, &byte) == 'w')
+				region[k][i * PG] = (char)rnd(250);
+		}
+	}
+	printf("diff ok\n");
+	return 0;
+}
+
+static char *big(unsigned long mib)
+{
+	size_t len = mib << 20;
+	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED) {
+		perror("mmap");
+		exit(1);
+	}
+	for (size_t i = 0; i < len; i += PG)
+		p[i] = 1;
+	return p;
+}
+
+static int loop(unsigned long mib, int n, int touch)
+{
+	char *p = big(mib);
+	size_t len = mib << 20;
+	for (int i = 0; i < n; i++) {
+		if (mprotect(p, len, PROT_READ) || mprotect(p, len, PROT_READ | PROT_WRITE)) {
+			perror("mprotect");
+			return 1;
+		}
+		if (touch)
+			for (size_t o = 0; o < len; o += 64 << 10)
+				p[o] = (char)i;
+	}
+	long sum = 0;
+	for (size_t o = 0; o < len; o += PG) {
+		sum += p[o];
+		p[o] = 2;
+	}
+	printf("loop ok %ld\n", sum);
+	return 0;
+}
+
+static int mlockloop(unsigned long mib, int n)
+{
+	char *p = big(mib);
+	size_t len = mib << 20;
+	for (int i = 0; i < n; i++)
+		if (mlock(p, len) || munlock(p, len)) {
+			perror("mlock");
+			return 1;
+		}
+	printf("mlockloop ok\n");
+	return 0;
+}
+
+static int barrier(void)
+{
+	char *pend = mmap(NULL, NPG * PG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	barrier_len = NPG * PG;
+	char *b = mmap(NULL, barrier_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (pend == MAP_FAILED || b == MAP_FAILED)
+		return 1;
+	mprotect(pend, NPG * PG, PROT_READ | PROT_WRITE); /* pending in lazy mode */
+	for (int gen = 0; gen < 20; gen++) {
+		mprotect(b, barrier_len, PROT_READ);
+		barrier_base = b;
+		memset((void *)barrier_hits, 0, sizeof barrier_hits);
+		for (int i = 0; i < NPG; i++)
+			if ((i * 7 + gen) % 5 == 0)
+				b[i * PG + gen] = 1;
+		pend[(gen % NPG) * PG] = (char)gen;
+		char seen[NPG + 1];
+		for (int i = 0; i < NPG; i++)
+			seen[i] = barrier_hits[i] ? (barrier_hits[i] == 1 ? 'x' : '!') : '.';
+		seen[NPG] = 0;
+		printf("gen %d %s\n", gen, seen);
+		barrier_base = NULL;
+		/* a promotion that waits, then undone, then done */
+		mprotect(b, barrier_len, PROT_READ | PROT_WRITE);
+	}
+	show("pend", pend, NPG);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	struct sigaction sa = {.sa_sigaction = on_fault, .sa_flags = SA_SIGINFO | SA_NODEFER};
+	sigaction(SIGSEGV, &sa, NULL);
+	sigaction(SIGBUS, &sa, NULL);
+	const char *cmd = argc > 1 ? argv[1] : "";
+	unsigned long a2 = argc > 2 ? strtoul(argv[2], NULL, 0) : 1;
+	int a3 = argc > 3 ? atoi(argv[3]) : 40;
+	if (!strcmp(cmd, "diff"))
+		return diff((unsigned)a2, a3);
+	if (!strcmp(cmd, "loop"))
+		return loop(a2, a3, 0);
+	if (!strcmp(cmd, "touchloop"))
+		return loop(a2, a3, 1);
+	if (!strcmp(cmd, "mlockloop"))
+		return mlockloop(a2, a3);
+	if (!strcmp(cmd, "barrier"))
+		return barrier();
+	fprintf(stderr, "usage: lazy diff SEED ROUNDS | loop MIB N | touchloop MIB N | mlockloop MIB N | barrier\n");
+	return 2;
+}
