@@ -5,18 +5,22 @@
 # statistics of the mmfold runs into $BUILD/clients-table.md.
 #
 # usage: tests/clients/run.sh [name...]
-#   names: node-jit node-gc java-g1 java-parallel luajit boehm jemalloc
+#   names: node-jit node-gc java-g1 java-parallel java-npe luajit boehm jemalloc
 #          (also the groups: node java all); default: all
 # env:   MMFOLD_LIB  absolute path of libmmfold.so (default: build/libmmfold.so)
 #        BUILD       output directory (default: build/clients)
 #        CLIENT_MODE   MMFOLD_MODE of the preloaded run (default: safe)
+#        CLIENT_ENV    extra "NAME=value" settings (space-separated) for the
+#                      preloaded run only, e.g. CLIENT_ENV="MMFOLD_SIGCHAIN=on";
+#                      an exported MMFOLD_SIGCHAIN is passed on the same way
 #        CLIENT_TIMEOUT  seconds allowed for a baseline run (default 300); the
 #                      run under mmfold gets max(60, 10 x baseline time), at
 #                      most CLIENT_TIMEOUT, so a hang cannot eat the budget
 #        JEMALLOC_LIB  path of libjemalloc.so.2 (default: searched)
 #        CC, CLIENT_CFLAGS  compiler and extra flags for the C clients
-# Only MMFOLD_MODE, MMFOLD_STATS, MMFOLD_STATS_FORMAT and MMFOLD_STATS_FILE
-# reach the clients (mmfold warns about unknown MMFOLD_* variables).
+# Only MMFOLD_MODE, MMFOLD_STATS, MMFOLD_STATS_FORMAT, MMFOLD_STATS_FILE,
+# MMFOLD_SIGCHAIN and CLIENT_ENV reach the clients (mmfold warns about
+# unknown MMFOLD_* variables).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -25,6 +29,11 @@ MMFOLD_LIB=${MMFOLD_LIB:-$ROOT/build/libmmfold.so}
 BUILD=${BUILD:-$ROOT/build/clients}
 MODE=${CLIENT_MODE:-safe}
 TIMEOUT=${CLIENT_TIMEOUT:-300}
+read -ra EXTRA_ENV <<<"${CLIENT_ENV:-}"
+[[ -n ${MMFOLD_SIGCHAIN:-} ]] && EXTRA_ENV+=("MMFOLD_SIGCHAIN=$MMFOLD_SIGCHAIN")
+for v in "${EXTRA_ENV[@]}"; do
+	[[ $v == *=* ]] || { echo "run.sh: CLIENT_ENV entry '$v' is not NAME=value" >&2; exit 2; }
+done
 
 case $MMFOLD_LIB in /*) ;; *) MMFOLD_LIB=$PWD/$MMFOLD_LIB ;; esac
 case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
@@ -41,14 +50,14 @@ while read -r v; do
 	[[ -n $v ]] && CLEAN_ENV+=(-u "$v")
 done < <(compgen -e | grep '^MMFOLD_' || true)
 
-ALL=(node-jit node-gc java-g1 java-parallel luajit boehm jemalloc)
+ALL=(node-jit node-gc java-g1 java-parallel java-npe luajit boehm jemalloc)
 names=()
 for a in "${@:-all}"; do
 	case $a in
 	all) names+=("${ALL[@]}") ;;
 	node) names+=(node-jit node-gc) ;;
-	java) names+=(java-g1 java-parallel) ;;
-	node-jit | node-gc | java-g1 | java-parallel | luajit | boehm | jemalloc) names+=("$a") ;;
+	java) names+=(java-g1 java-parallel java-npe) ;;
+	node-jit | node-gc | java-g1 | java-parallel | java-npe | luajit | boehm | jemalloc) names+=("$a") ;;
 	*)
 		echo "run.sh: unknown client '$a' (known: ${ALL[*]} node java all)" >&2
 		exit 2
@@ -123,6 +132,16 @@ prepare() {
 		[[ $name == java-parallel ]] && gc=-XX:+UseParallelGC
 		CMD=("$(command -v java)" "$gc" -Xms256m -Xmx1g -cp "$BUILD/java" AllocChurn)
 		;;
+	java-npe)
+		command -v java >/dev/null || { SKIP_REASON="java not installed"; return 1; }
+		local npe=$BUILD/java/NullChecks.class
+		if [[ ! -f $npe || $SRC/NullChecks.java -nt $npe ]]; then
+			command -v javac >/dev/null || { SKIP_REASON="javac not installed"; return 1; }
+			mkdir -p "$BUILD/java"
+			timeout 300 javac -d "$BUILD/java" "$SRC/NullChecks.java" || return 2
+		fi
+		CMD=("$(command -v java)" -Xmx256m -cp "$BUILD/java" NullChecks)
+		;;
 	luajit)
 		command -v luajit >/dev/null || { SKIP_REASON="luajit not installed"; return 1; }
 		CMD=("$(command -v luajit)" "$SRC/luajit_traces.lua")
@@ -193,7 +212,7 @@ failed_names=()
 
 echo "mmfold real-client tests"
 echo "  library: $MMFOLD_LIB"
-echo "  mode:    MMFOLD_MODE=$MODE"
+echo "  mode:    MMFOLD_MODE=$MODE${EXTRA_ENV[*]:+ ${EXTRA_ENV[*]}}"
 echo "  output:  $BUILD"
 
 for name in "${names[@]}"; do
@@ -232,7 +251,7 @@ for name in "${names[@]}"; do
 	# With mmfold; a hang must not eat the whole time budget.
 	mm_timeout=$(awk -v a="$t0" -v b="$t1" -v cap="$TIMEOUT" 'BEGIN { t = int(10 * (b - a)) + 1; if (t < 60) t = 60; if (t > cap) t = cap; print t }')
 	mrc=0
-	timeout -k 10 "$mm_timeout" env "${CLEAN_ENV[@]}" LD_PRELOAD="$mm_preload" MMFOLD_MODE="$MODE" MMFOLD_STATS=1 \
+	timeout -k 10 "$mm_timeout" env "${CLEAN_ENV[@]}" LD_PRELOAD="$mm_preload" MMFOLD_MODE="$MODE" "${EXTRA_ENV[@]}" MMFOLD_STATS=1 \
 		MMFOLD_STATS_FORMAT=json MMFOLD_STATS_FILE="$BUILD/$name.%p.json" "${CMD[@]}" \
 		>"$mm_out" 2>"$BUILD/$name.mmfold.err" || mrc=$?
 	t2=$(now)
@@ -270,9 +289,11 @@ for name in "${names[@]}"; do
 			sed "s/^/NOTE $name: mmfold wrote on stderr: /"
 	fi
 
+	chained=$(cat "${reports[@]}" /dev/null | grep -o '"signals_chained":[0-9]*' | cut -d: -f2 |
+		awk '{ s += $1 } END { print s + 0 }')
 	pct=$(awk -v s="$mp_s" -v c="$mp_c" 'BEGIN { if (c > 0) printf "%.1f%%", 100 * s / c; else printf "-" }')
 	if [[ -z $why ]]; then
-		echo "PASS $name (${tb}s without, ${tm}s with mmfold; $procs process(es); mprotect $mp_c calls, $mp_s skipped, $mp_u unproven; madvise $ma_c/$ma_s; mmap $mm_c/$mm_s)"
+		echo "PASS $name (${tb}s without, ${tm}s with mmfold; $procs process(es); mprotect $mp_c calls, $mp_s skipped, $mp_u unproven; madvise $ma_c/$ma_s; mmap $mm_c/$mm_s; signals chained $chained)"
 		pass=$((pass + 1))
 		status=PASS
 	else
@@ -292,7 +313,7 @@ for name in "${names[@]}"; do
 done
 
 {
-	echo "Real clients, MMFOLD_MODE=$MODE; each cell: calls / skipped / unproven, summed over all processes."
+	echo "Real clients, MMFOLD_MODE=$MODE${EXTRA_ENV[*]:+ ${EXTRA_ENV[*]}}; each cell: calls / skipped / unproven, summed over all processes."
 	echo "Times are single runs (seconds, wall clock) and only indicative."
 	echo
 	echo "| client | result | processes | mprotect | mprotect skipped | madvise | mlock | mmap | time without (s) | time with (s) |"
