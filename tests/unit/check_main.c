@@ -28,6 +28,7 @@ static Suite *(*const all_suites[])(void) = {
 	config_suite,
 	verify_suite,
 	preload_suite,
+	tools_suite,
 };
 
 int main(void)

@@ -10,5 +10,6 @@ Suite *map_fill_suite(void); /* tests/unit/check_map_fill.c: learning about hole
 Suite *config_suite(void);  /* tests/unit/check_config.c: MMFOLD_* parsing */
 Suite *verify_suite(void);  /* tests/unit/check_verify.c: MMFOLD_VERIFY's view of the kernel */
 Suite *preload_suite(void); /* tests/unit/check_preload.c: programs under LD_PRELOAD */
+Suite *tools_suite(void);   /* tests/unit/check_tools.c: install, man pages, launcher */
 
 #endif
