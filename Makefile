@@ -4,10 +4,14 @@
 # otherwise the exact command to run is printed.
 
 SHELL    := /bin/bash
-VERSION  := 0.1.0
+# The version is written once, in include/mmfold.h (MMFOLD_VERSION).
+VERSION  := $(shell sed -n 's/^\#define MMFOLD_VERSION "\(.*\)"$$/\1/p' include/mmfold.h)
 PREFIX   ?= /usr/local
 LIBDIR   ?= $(PREFIX)/lib
 INCDIR   ?= $(PREFIX)/include
+BINDIR   ?= $(PREFIX)/bin
+MANDIR   ?= $(PREFIX)/share/man
+LIBEXECDIR ?= $(PREFIX)/libexec/mmfold
 BUILD    ?= build
 CC       ?= gcc
 PKG_CONFIG ?= pkg-config
@@ -35,7 +39,7 @@ DEPS_CHECK   := check libsubunit-dev libunwind-dev binutils valgrind
 DEPS_CLIENTS := luajit libgc-dev libjemalloc-dev libjemalloc2 nodejs default-jdk-headless
 
 .PHONY: all lib check check-unit check-preload check-clients check-symbols demo bench bench-thp \
-	asan tsan valgrind deps-build deps-check deps-clients install uninstall clean
+	bench-bin asan tsan valgrind deps-build deps-check deps-clients install uninstall clean
 
 all: lib
 
@@ -92,7 +96,9 @@ $(BUILD)/progs/%: tests/progs/%.c
 
 # The Check runner runs every suite: unit tests of src/ and the preload
 # tests (programs under LD_PRELOAD), so Check's summary line ends the run.
-check: deps-check $(LIB) $(UNIT_BIN) $(PROGS) check-symbols
+# The tools suite (tests/tools/run.sh) runs make install into a staging
+# directory: the benchmark programs are built first so it has nothing to build.
+check: deps-check $(LIB) $(UNIT_BIN) $(PROGS) bench-bin check-symbols
 	MMFOLD_LIB=$(abspath $(LIB)) MMFOLD_BUILD=$(abspath $(BUILD)) CK_DEFAULT_TIMEOUT=300 \
 	  $(UNIT_BIN)
 
@@ -150,21 +156,50 @@ valgrind: deps-check $(UNIT_BIN) $(LIB) $(PROGS)
 	    $(VG) --trace-children=no $(BUILD)/progs/scenario $$s >/dev/null || exit 1; \
 	done; echo "valgrind: library clean in scenario noop, heap, fork"
 
+# ---- benchmark programs (mmfold bench runs them; installed in LIBEXECDIR) --
+BENCH_BINS  := noop_mprotect toggle threads_noop
+BENCH_PROGS := $(addprefix $(BUILD)/libexec/mmfold/,$(BENCH_BINS))
+
+bench-bin: $(BENCH_PROGS)
+
+$(BUILD)/libexec/mmfold/%: tools/bench/%.c tools/bench/common.h | deps-build
+	@mkdir -p $(BUILD)/libexec/mmfold
+	$(CC) -std=gnu11 $(WARN) -O2 -g -o $@ $< -pthread
+
 # ---- install -------------------------------------------------------------
-$(BUILD)/mmfold.pc: mmfold.pc.in Makefile
+# Generated on every install (they hold PREFIX and the directories, which
+# may differ from one make invocation to the next).
+.PHONY: $(BUILD)/mmfold.pc $(BUILD)/install/mmfold
+$(BUILD)/mmfold.pc: mmfold.pc.in
 	@mkdir -p $(BUILD)
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' -e 's|@INCDIR@|$(INCDIR)|g' \
 	    -e 's|@VERSION@|$(VERSION)|g' $< > $@
 
-install: $(LIB) $(BUILD)/mmfold.pc
-	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR)
+# The launcher with its version and directories filled in (tools/mmfold
+# finds them in the source tree by itself).
+$(BUILD)/install/mmfold: tools/mmfold
+	@mkdir -p $(BUILD)/install
+	sed -e 's|^INSTALL = None$$|INSTALL = {"version": "$(VERSION)", "bindir": "$(BINDIR)", "libdir": "$(LIBDIR)", "libexecdir": "$(LIBEXECDIR)"}|' \
+	    $< > $@
+	@grep -q '^INSTALL = {' $@ || { echo "install: tools/mmfold has no 'INSTALL = None' line"; exit 1; }
+
+install: $(LIB) $(BUILD)/mmfold.pc $(BUILD)/install/mmfold $(BENCH_PROGS)
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCDIR) $(DESTDIR)$(BINDIR) \
+	  $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(LIBEXECDIR)
 	install -m 755 $(LIB) $(DESTDIR)$(LIBDIR)/libmmfold.so
 	install -m 644 include/mmfold.h $(DESTDIR)$(INCDIR)/mmfold.h
 	install -m 644 $(BUILD)/mmfold.pc $(DESTDIR)$(LIBDIR)/pkgconfig/mmfold.pc
+	install -m 755 $(BUILD)/install/mmfold $(DESTDIR)$(BINDIR)/mmfold
+	install -m 644 man/mmfold.1 $(DESTDIR)$(MANDIR)/man1/mmfold.1
+	install -m 644 man/mmfold.7 $(DESTDIR)$(MANDIR)/man7/mmfold.7
+	install -m 755 $(BENCH_PROGS) $(DESTDIR)$(LIBEXECDIR)/
 
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/libmmfold.so $(DESTDIR)$(INCDIR)/mmfold.h \
-	      $(DESTDIR)$(LIBDIR)/pkgconfig/mmfold.pc
+	      $(DESTDIR)$(LIBDIR)/pkgconfig/mmfold.pc $(DESTDIR)$(BINDIR)/mmfold \
+	      $(DESTDIR)$(MANDIR)/man1/mmfold.1 $(DESTDIR)$(MANDIR)/man7/mmfold.7 \
+	      $(addprefix $(DESTDIR)$(LIBEXECDIR)/,$(BENCH_BINS))
+	rmdir $(DESTDIR)$(LIBEXECDIR) 2>/dev/null || true
 
 clean:
 	rm -rf $(BUILD)

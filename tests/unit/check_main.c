@@ -30,6 +30,7 @@ static Suite *(*const all_suites[])(void) = {
 	verify_suite,
 	preload_suite,
 	sigchain_suite,
+	tools_suite,
 };
 
 int main(void)

@@ -12,5 +12,6 @@ Suite *config_suite(void);  /* tests/unit/check_config.c: MMFOLD_* parsing */
 Suite *verify_suite(void);  /* tests/unit/check_verify.c: MMFOLD_VERIFY's view of the kernel */
 Suite *preload_suite(void); /* tests/unit/check_preload.c: programs under LD_PRELOAD */
 Suite *sigchain_suite(void); /* tests/unit/check_sigchain.c: SIGSEGV/SIGBUS chaining */
+Suite *tools_suite(void);   /* tests/unit/check_tools.c: install, man pages, launcher */
 
 #endif

@@ -1,0 +1,241 @@
+#!/usr/bin/env bash
+# Tests of the tools: make install into a staging directory, the public API
+# through pkg-config, the man pages, the launcher (run, report, bench) as
+# installed.  Run by make check (tests/unit/check_tools.c); alone:
+#
+#   MMFOLD_LIB=$PWD/build/libmmfold.so MMFOLD_BUILD=$PWD/build tests/tools/run.sh
+#
+# Prints one line per check (ok / FAIL / SKIP with the reason) and ends with
+# "tools: N passed, N failed, N skipped"; exit status 1 if any failed.
+set -u
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+LIB=${MMFOLD_LIB:?MMFOLD_LIB must name build/libmmfold.so}
+BUILD=${MMFOLD_BUILD:?MMFOLD_BUILD must name the build directory}
+# Not passed on: the library would warn about MMFOLD_BUILD, and the installed
+# launcher must find its library without MMFOLD_LIB.
+unset MMFOLD_LIB MMFOLD_BUILD
+PY=/usr/bin/python3
+CC=${CC:-gcc}
+T=$(mktemp -d /tmp/mmfold-tools.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+cd "$ROOT" || exit 1
+# The outer make's job server and flags are not for the make run here.
+unset MAKEFLAGS MFLAGS MAKELEVEL
+
+PASS=0 FAILS=0 SKIPS=0
+ok() { echo "ok   $*"; PASS=$((PASS + 1)); }
+fail() { echo "FAIL $*"; FAILS=$((FAILS + 1)); }
+skip() { echo "SKIP $*"; SKIPS=$((SKIPS + 1)); }
+# check NAME CONDITION-COMMAND...: ok if the command succeeds.
+check() { local n=$1; shift; if "$@"; then ok "$n"; else fail "$n"; fi; }
+has() { grep -qF -- "$2" "$1"; }     # file contains the fixed string
+hasre() { grep -qE -- "$2" "$1"; }   # file matches the extended regex
+show() { sed 's/^/     | /' "$1" | head -40; }
+
+VERSION=$(sed -n 's/^#define MMFOLD_VERSION "\(.*\)"$/\1/p' include/mmfold.h)
+STAGE=$T/stage
+S=$STAGE/usr
+MMF=$S/bin/mmfold
+SLIB=$S/lib/libmmfold.so
+# The installed launcher runs with MMFOLD_LIB unset: it must find its own library.
+mmf() { "$MMF" "$@"; }
+
+# ------------------------------------------------------------- the source tree
+tools/mmfold --version >"$T/v" 2>&1
+check "tools/mmfold --version says mmfold $VERSION (include/mmfold.h)" \
+	test "$(cat "$T/v")" = "mmfold $VERSION"
+tools/mmfold --help >"$T/h" 2>&1 && tools/mmfold run --help >"$T/rh" 2>&1
+check "--help and run --help work and name the subcommands and options" \
+	eval 'has "$T/h" run && has "$T/h" report && has "$T/h" bench && has "$T/rh" --profile-depth'
+
+# ------------------------------------------------------------- make install
+if ! make -s --no-print-directory install DESTDIR="$STAGE" PREFIX=/usr BUILD="$BUILD" >"$T/install.log" 2>&1; then
+	fail "make install DESTDIR=$STAGE PREFIX=/usr"
+	show "$T/install.log"
+	echo "tools: $PASS passed, $((FAILS)) failed, $SKIPS skipped"
+	exit 1
+fi
+ok "make install DESTDIR=... PREFIX=/usr"
+missing=""
+for f in bin/mmfold lib/libmmfold.so lib/pkgconfig/mmfold.pc include/mmfold.h \
+	share/man/man1/mmfold.1 share/man/man7/mmfold.7 \
+	libexec/mmfold/noop_mprotect libexec/mmfold/toggle libexec/mmfold/threads_noop; do
+	[[ -f $S/$f ]] || missing+=" $f"
+done
+check "installed files are all there${missing:+ (missing:$missing)}" test -z "$missing"
+mmf --version >"$T/iv" 2>&1
+check "installed mmfold --version says mmfold $VERSION (filled in by make install)" \
+	eval 'test "$(cat "$T/iv")" = "mmfold $VERSION" && grep -q "^INSTALL = {" "$MMF"'
+
+# ------------------------------------------------------------- pkg-config and the API
+PKG="env PKG_CONFIG_SYSROOT_DIR=$STAGE PKG_CONFIG_PATH= PKG_CONFIG_LIBDIR=$S/lib/pkgconfig pkg-config"
+flags=$(echo $($PKG --cflags --libs mmfold 2>&1))
+check "pkg-config --cflags --libs mmfold: '$flags' points into the staged tree" \
+	test "$flags" = "-I$S/include -L$S/lib -lmmfold"
+check "pkg-config --modversion mmfold is $VERSION" test "$($PKG --modversion mmfold)" = "$VERSION"
+# shellcheck disable=SC2086
+if $CC -std=gnu11 -Wall -Wextra -Werror -o "$T/api" tests/tools/api.c $flags 2>"$T/cc.log" &&
+	$CC -std=gnu11 -Wall -Wextra -Werror -DWEAK -o "$T/api_weak" tests/tools/api.c \
+		$($PKG --cflags mmfold) 2>>"$T/cc.log"; then
+	ok "a program using <mmfold.h> builds with pkg-config's flags (linked, and weak)"
+	env -u LD_PRELOAD -u MMFOLD_LIB LD_LIBRARY_PATH="$S/lib" "$T/api" >"$T/api.out" 2>&1
+	check "linked, without LD_PRELOAD: version $VERSION, mode safe, EINVAL, a JSON report" \
+		eval 'test "$(head -2 "$T/api.out")" = "version $VERSION header $VERSION mode safe
+bad format: -1 EINVAL" && sed -n 3p "$T/api.out" | $PY -c "import json,sys; r=json.load(sys.stdin); sys.exit(r[\"mmfold\"] != \"$VERSION\")"'
+	env LD_LIBRARY_PATH="$S/lib" LD_PRELOAD="$SLIB" MMFOLD_MODE=observe "$T/api" >"$T/api.out2" 2>&1
+	check "linked, with LD_PRELOAD and MMFOLD_MODE=observe: mode observe" \
+		eval 'test "$(head -1 "$T/api.out2")" = "version $VERSION header $VERSION mode observe"'
+	env -u LD_PRELOAD "$T/api_weak" >"$T/weak.out" 2>&1
+	check "weak, without mmfold: runs and says it is not loaded" \
+		test "$(cat "$T/weak.out")" = "mmfold not loaded (header $VERSION)"
+	env LD_PRELOAD="$SLIB" "$T/api_weak" >"$T/weak.out2" 2>&1
+	check "weak, with LD_PRELOAD: version $VERSION, mode safe" \
+		eval 'test "$(head -1 "$T/weak.out2")" = "version $VERSION header $VERSION mode safe"'
+else
+	fail "a program using <mmfold.h> builds with pkg-config's flags"
+	show "$T/cc.log"
+fi
+
+# ------------------------------------------------------------- man pages
+for p in 1 7; do
+	page=$S/share/man/man$p/mmfold.$p
+	groff -man -ww -z "$page" >"$T/groff.$p" 2>&1
+	check "groff -man -ww -z mmfold.$p: no warning" test ! -s "$T/groff.$p"
+	MANWIDTH=80 man -l "$page" >"$T/man.$p" 2>"$T/manerr.$p"
+	check "man -l mmfold.$p renders (no message on stderr)" \
+		eval 'test ! -s "$T/manerr.$p" && has "$T/man.$p" "SEE ALSO"'
+done
+# Every variable of the library (src/config.h) is documented in mmfold(7) and
+# README.md, the profiler's (being added) in mmfold(7), and every option of
+# mmfold run --help in mmfold(1).
+undoc=""
+for v in $(grep -o '"MMFOLD_[A-Z_]*"' src/config.h | tr -d '"'); do
+	grep -q "\`$v\`" README.md || undoc+=" $v(README.md)"
+done
+for v in $(grep -o '"MMFOLD_[A-Z_]*"' src/config.h | tr -d '"') MMFOLD_PROFILE MMFOLD_PROFILE_DEPTH; do
+	grep -q "^\.B $v\$" man/mmfold.7 || undoc+=" $v(mmfold.7)"
+done
+for o in $(grep -oE '^ +(-[a-z], )?--[a-z-]+' "$T/rh" | grep -oE -- '--[a-z-]+' | sort -u); do
+	[[ $o == --help ]] && continue
+	grep -qF -- "${o//-/\\-}" man/mmfold.1 || undoc+=" $o(mmfold.1)"
+done
+check "every MMFOLD_* variable and run option is documented${undoc:+ (not:$undoc)}" test -z "$undoc"
+
+# ------------------------------------------------------------- mmfold run
+SCEN=$BUILD/progs/scenario
+mmf run -- "$SCEN" noop 100 >"$T/run.out" 2>"$T/run.err"
+st=$?
+check "run -- scenario noop 100: status 0, stdout only the program's" \
+	eval 'test $st = 0 && test "$(cat "$T/run.out")" = "noop ok"'
+check "run: the report on stderr shows mprotect 102 calls, 2 forwarded, 100 skipped" \
+	hasre "$T/run.err" '^  mprotect +102 +2 +100 '
+if command -v node >/dev/null; then
+	mmf run -- node -e 'console.log(42)' >"$T/node.out" 2>"$T/node.err"
+	st=$?
+	check "run -- node -e 'console.log(42)': status 0, stdout exactly 42" \
+		eval 'test $st = 0 && test "$(cat "$T/node.out")" = 42'
+	check "run -- node: the report names mprotect and mmap with counts" \
+		eval 'hasre "$T/node.err" "^  mprotect +[0-9]+ +[0-9]+ +[0-9]+" && hasre "$T/node.err" "^  mmap +[0-9]+ +[0-9]+ +[0-9]+"'
+	[[ $FAILS == 0 ]] || show "$T/node.err"
+else
+	skip "run -- node: node is not installed (make deps-clients installs it)"
+fi
+mmf run -q -- sh -c 'exit 7'
+check "run -- sh -c 'exit 7' exits 7" test $? = 7
+mmf run -q -- sh -c 'kill -TERM $$'
+check "run: a command killed by SIGTERM gives 143 (128+15)" test $? = 143
+mmf run -- /nonexistent/cmd 2>/dev/null
+check "run: a command that does not exist gives 127" test $? = 127
+mmf run --mode bogus -- true 2>/dev/null
+check "run: a bad option gives 125" test $? = 125
+$CC -shared -fPIC -o "$T/other.so" tests/tools/other.c
+LD_PRELOAD=$T/other.so MMFOLD_THP=off mmf run --mode observe --profile 3 -e VERIFY=1 -- env >"$T/env.out" 2>"$T/env.err"
+check "run: LD_PRELOAD is appended to, not replaced ($T/other.so:$SLIB)" \
+	has "$T/env.out" "LD_PRELOAD=$T/other.so:$SLIB"
+check "run: options and -e become MMFOLD_* variables; inherited ones stay" \
+	eval 'has "$T/env.out" MMFOLD_MODE=observe && has "$T/env.out" MMFOLD_PROFILE=3 &&
+	      has "$T/env.out" MMFOLD_VERIFY=1 && has "$T/env.out" MMFOLD_THP=off &&
+	      has "$T/env.out" MMFOLD_STATS_FORMAT=json && hasre "$T/env.out" "^MMFOLD_STATS_FILE=.*/%p\\.json$"'
+check "run: nothing of mmfold on the command's stdout" \
+	eval '! grep -q "^mmfold\|^  mprotect\|^  kind" "$T/env.out"'
+mmf run --json "$T/multi.json" -- sh -c "$SCEN noop 10 >/dev/null; $SCEN noop 20 >/dev/null" \
+	>/dev/null 2>"$T/multi.err"
+check "run: two processes, two reports kept by --json, the total sums them, one line each" \
+	eval '$PY - "$T/multi.json" "$T/multi.err" <<"EOF"
+import json, re, sys
+reps = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+err = open(sys.argv[2]).read()
+calls = sum(r["kinds"]["mprotect"]["calls"] for r in reps)
+tot = re.search(r"^  mprotect +(\d+) ", err, re.M)
+per = re.findall(r"^  pid (\d+): ", err, re.M)
+sys.exit(not (len(reps) >= 2 and tot and int(tot.group(1)) == calls and calls >= 34
+              and sorted(per) == sorted(str(r["pid"]) for r in reps)))
+EOF'
+
+# ------------------------------------------------------------- mmfold report
+# svgcheck FILE.svg NAME: well-formed SVG, no external reference, a <text> with NAME
+svgcheck() {
+	$PY - "$1" "$2" <<'EOF'
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+ns = "{http://www.w3.org/2000/svg}"
+assert root.tag == ns + "svg", root.tag
+for el in root.iter():
+    for k, v in el.attrib.items():
+        assert "href" not in k and "url(" not in v, (el.tag, k, v)
+    assert el.tag not in (ns + "script", ns + "image", ns + "foreignObject"), el.tag
+texts = [t.text or "" for t in root.iter(ns + "text")]
+assert any(sys.argv[2] in t for t in texts), "no <text> names %s" % sys.argv[2]
+EOF
+}
+cp tests/tools/fixture.json "$T/fx.json"
+mmf report "$T/fx.json" >"$T/fx.txt" 2>"$T/fx.err"
+st=$?
+check "report fixture.json: status 0, writes fx.svg next to it" eval 'test $st = 0 && test -s "$T/fx.svg"'
+check "report: the SVG is well-formed XML, self-contained, and names the top call site GC_protect_heap" \
+	svgcheck "$T/fx.svg" GC_protect_heap
+check "report: the table shows mprotect's counts and the top call site first" \
+	eval 'hasre "$T/fx.txt" "^  mprotect +1425 +1265 +160 +5 +0 " &&
+	      grep -A2 "mprotect by calls:" "$T/fx.txt" | tail -1 | grep -q "1000 .*GC_protect_heap+0x1c (libgc.so.1.5.1+0x12310)"'
+cat tests/tools/fixture.json tests/tools/fixture.json >"$T/two.json"
+mmf report "$T/two.json" -o "$T/two-out.svg" >"$T/two.txt" 2>/dev/null
+check "report of two reports: summed (2850 mprotect calls, site 2000), -o honoured" \
+	eval 'hasre "$T/two.txt" "^  mprotect +2850 " && grep -q " 2000 .*GC_protect_heap" "$T/two.txt" && svgcheck "$T/two-out.svg" GC_protect_heap'
+echo '{"not":"a report"}' >"$T/bad.json"
+mmf report "$T/bad.json" >/dev/null 2>&1
+check "report of something else fails (status 1)" test $? = 1
+
+# A real profile, once the library has the profiler (MMFOLD_PROFILE).
+if $CC -std=gnu11 -O1 -g -rdynamic -fno-omit-frame-pointer -fno-inline -o "$T/sites" tests/tools/sites.c; then
+	mmf run -q --profile 5 --json "$T/prof.json" -- "$T/sites" >"$T/sites.out" 2>"$T/sites.err"
+	if ! grep -q '"profile"' "$T/prof.json" 2>/dev/null; then
+		skip "real profile: the library writes no \"profile\" section (MMFOLD_PROFILE not merged yet)"
+	else
+		mmf report "$T/prof.json" -o "$T/prof.svg" >"$T/prof.txt" 2>&1
+		check "real profile: mmfold run --profile 5, report: the SVG names hot_mprotect_site" \
+			svgcheck "$T/prof.svg" hot_mprotect_site
+		check "real profile: hot_mprotect_site (300 calls) heads mprotect by calls" \
+			eval 'grep -A2 "mprotect by calls:" "$T/prof.txt" | tail -1 | grep -q " 300 .*hot_mprotect_site"'
+		[[ $FAILS == 0 ]] || show "$T/prof.txt"
+	fi
+else
+	fail "tests/tools/sites.c builds"
+fi
+
+# ------------------------------------------------------------- mmfold bench (installed)
+(cd / && mmf bench --reps 1 --scale 0.01 --only noop_64k --only toggle >"$T/bench.out" 2>"$T/bench.err")
+st=$?
+check "installed bench (libexec programs): a table with both benchmarks and the ratios" \
+	eval 'test $st = 0 && hasre "$T/bench.out" "^noop_64k +ns/call .* [0-9.]+x$" &&
+	      hasre "$T/bench.out" "^toggle +ns/call .* [0-9.]+x$" && has "$T/bench.out" "$SLIB"'
+[[ $st == 0 ]] || show "$T/bench.err"
+mmf bench --only nosuch >/dev/null 2>&1
+check "bench --only with an unknown name fails (status 2)" test $? = 2
+
+# ------------------------------------------------------------- make uninstall
+make -s --no-print-directory uninstall DESTDIR="$STAGE" PREFIX=/usr BUILD="$BUILD" >"$T/un.log" 2>&1
+left=$(find "$STAGE" -type f | sed "s|^$STAGE||")
+check "make uninstall removes every installed file${left:+ (left: $left)}" test -z "$left"
+
+echo "tools: $PASS passed, $FAILS failed, $SKIPS skipped"
+[[ $FAILS == 0 ]]
