@@ -52,6 +52,10 @@ int mmf_next_ready(void);
 /* Looks the next symbols up; called once, from the constructor. */
 void mmf_next_resolve(void);
 
+/* Loads libunwind for the call-site profile when MMFOLD_PROFILE > 0
+ * (unwind.c); from the constructor. */
+void mmf_unwind_load(void);
+
 /* Converts a libc-style result (-1 and errno) to the kernel's (-errno). */
 #define MMF_KRET(expr)                                                         \
 	({                                                                     \

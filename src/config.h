@@ -29,6 +29,8 @@ enum { MMF_THP_OFF, MMF_THP_AUTO, MMF_THP_ADVISE };
 	X(THP_MIN, "MMFOLD_THP_MIN", 'Z', 2L << 20, 4096, 1L << 40, NULL)      \
 	X(ALIGN, "MMFOLD_ALIGN", 'A', MMF_ALIGN_AUTO, 4096, 1L << 30, NULL)    \
 	X(ALIGN_MIN, "MMFOLD_ALIGN_MIN", 'Z', 0, 0, 1L << 40, NULL)            \
+	X(PROFILE, "MMFOLD_PROFILE", 'I', 0, 0, 1000, NULL)                    \
+	X(PROFILE_DEPTH, "MMFOLD_PROFILE_DEPTH", 'I', 16, 1, 64, NULL)         \
 	X(LIB, "MMFOLD_LIB", 'S', 0, 0, 0, NULL) /* for the tools: not used here */
 
 enum {
