@@ -148,7 +148,7 @@ tsan: deps-check
 	  $(BUILD)/tsan/check_mmfold
 
 # valgrind: the unit tests, and the library itself inside programs.
-VG := valgrind -q --error-exitcode=1 --leak-check=full
+VG := valgrind -q --error-exitcode=1 --leak-check=full --suppressions=tests/valgrind.supp
 valgrind: deps-check $(UNIT_BIN) $(LIB) $(PROGS)
 	CK_FORK=no CK_RUN_SUITE=config $(VG) $(UNIT_BIN)
 	CK_FORK=no CK_RUN_SUITE=map CK_RUN_CASE=scale $(VG) $(UNIT_BIN)
@@ -157,6 +157,10 @@ valgrind: deps-check $(UNIT_BIN) $(LIB) $(PROGS)
 	  LD_PRELOAD=$(abspath $(LIB)) MMFOLD_STATS=1 MMFOLD_STATS_FILE=/dev/null MMFOLD_VERIFY=1 \
 	    $(VG) --trace-children=no $(BUILD)/progs/scenario $$s >/dev/null || exit 1; \
 	done; echo "valgrind: library clean in scenario noop, heap, fork"
+	for s in "noop 200" heap "fork 5"; do \
+	  LD_PRELOAD=$(abspath $(LIB)) MMFOLD_PROFILE=10 MMFOLD_STATS=1 MMFOLD_STATS_FILE=/dev/null \
+	    $(VG) --trace-children=no $(BUILD)/progs/scenario $$s >/dev/null || exit 1; \
+	done; echo "valgrind: library clean with MMFOLD_PROFILE=10 in scenario noop, heap, fork"
 
 # ---- install -------------------------------------------------------------
 $(BUILD)/mmfold.pc: mmfold.pc.in Makefile
