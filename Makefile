@@ -23,18 +23,21 @@ BASEFLAGS := -std=gnu11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -fno-strict-alia
 LIBFLAGS := -shared -Wl,--version-script=preload/libmmfold.map -Wl,-z,now -Wl,-z,relro \
 	    -Wl,--no-undefined -Wl,-soname,libmmfold.so
 LIBS     := -ldl -pthread
+# libunwind's headers (the call-site profile); the library itself is
+# dlopen'ed at run time, only when MMFOLD_PROFILE > 0 (preload/unwind.c).
+UNWIND_CFLAGS = $(shell $(PKG_CONFIG) --cflags libunwind 2>/dev/null)
 
 ENGINE_SRC  := src/sys.c src/map.c src/fmt.c src/config.c src/stats.c src/engine.c \
 	       src/report.c src/verify.c src/folio.c src/batch.c src/lazy.c src/sigchain.c \
-	       src/sigrestore.S
+	       src/sigrestore.S src/profile.c
 PRELOAD_SRC := preload/next.c preload/init.c preload/mman.c preload/madvise.c \
 	       preload/mlock.c preload/misc.c preload/syscall.c preload/batch.c preload/signal.c \
-	       preload/io.c
+	       preload/io.c preload/unwind.c
 HEADERS     := $(wildcard src/*.h preload/*.h include/*.h)
 LIB         := $(BUILD)/libmmfold.so
 
 # Packages the build, the tests and the clients need (Debian names).
-DEPS_BUILD   := gcc make pkg-config libc6-dev
+DEPS_BUILD   := gcc make pkg-config libc6-dev libunwind-dev
 DEPS_CHECK   := check libsubunit-dev libunwind-dev binutils valgrind
 DEPS_CLIENTS := luajit libgc-dev libjemalloc-dev libjemalloc2 nodejs default-jdk-headless
 
@@ -47,7 +50,7 @@ lib: $(LIB)
 
 $(LIB): $(ENGINE_SRC) $(PRELOAD_SRC) $(HEADERS) preload/libmmfold.map | deps-build
 	@mkdir -p $(BUILD)
-	$(CC) $(BASEFLAGS) $(CFLAGS) $(LIBFLAGS) -o $@ $(ENGINE_SRC) $(PRELOAD_SRC) $(LIBS)
+	$(CC) $(BASEFLAGS) $(CFLAGS) $(UNWIND_CFLAGS) $(LIBFLAGS) -o $@ $(ENGINE_SRC) $(PRELOAD_SRC) $(LIBS)
 
 # ---- dependencies --------------------------------------------------------
 # $(call need,packages): installs (root) or names the command (otherwise).
@@ -93,6 +96,13 @@ PROGS := $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(wildcard tests/progs/*.c)
 $(BUILD)/progs/%: tests/progs/%.c
 	@mkdir -p $(BUILD)/progs
 	$(CC) -std=gnu11 $(WARN) -O2 -g -o $@ $< -pthread
+
+# The call-site profile test names functions: frame pointers, and their
+# symbols exported for dladdr.
+PROFILE_PROG_FLAGS := -fno-omit-frame-pointer -rdynamic
+$(BUILD)/progs/profile: tests/progs/profile.c
+	@mkdir -p $(BUILD)/progs
+	$(CC) -std=gnu11 $(WARN) -O2 -g $(PROFILE_PROG_FLAGS) -o $@ $< -pthread
 
 # The Check runner runs every suite: unit tests of src/ and the preload
 # tests (programs under LD_PRELOAD), so Check's summary line ends the run.
@@ -146,7 +156,7 @@ tsan: deps-check
 	  $(BUILD)/tsan/check_mmfold
 
 # valgrind: the unit tests, and the library itself inside programs.
-VG := valgrind -q --error-exitcode=1 --leak-check=full
+VG := valgrind -q --error-exitcode=1 --leak-check=full --suppressions=tests/valgrind.supp
 valgrind: deps-check $(UNIT_BIN) $(LIB) $(PROGS)
 	CK_FORK=no CK_RUN_SUITE=config $(VG) $(UNIT_BIN)
 	CK_FORK=no CK_RUN_SUITE=map CK_RUN_CASE=scale $(VG) $(UNIT_BIN)
@@ -155,6 +165,10 @@ valgrind: deps-check $(UNIT_BIN) $(LIB) $(PROGS)
 	  LD_PRELOAD=$(abspath $(LIB)) MMFOLD_STATS=1 MMFOLD_STATS_FILE=/dev/null MMFOLD_VERIFY=1 \
 	    $(VG) --trace-children=no $(BUILD)/progs/scenario $$s >/dev/null || exit 1; \
 	done; echo "valgrind: library clean in scenario noop, heap, fork"
+	for s in "noop 200" heap "fork 5"; do \
+	  LD_PRELOAD=$(abspath $(LIB)) MMFOLD_PROFILE=10 MMFOLD_STATS=1 MMFOLD_STATS_FILE=/dev/null \
+	    $(VG) --trace-children=no $(BUILD)/progs/scenario $$s >/dev/null || exit 1; \
+	done; echo "valgrind: library clean with MMFOLD_PROFILE=10 in scenario noop, heap, fork"
 
 # ---- benchmark programs (mmfold bench runs them; installed in LIBEXECDIR) --
 BENCH_BINS  := noop_mprotect toggle threads_noop
@@ -221,6 +235,7 @@ ARM64_PKG_CONFIG := PKG_CONFIG_PATH= PKG_CONFIG_SYSROOT_DIR= \
 		    PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig $(PKG_CONFIG)
 ARM64_CHECK_CFLAGS = $(shell $(ARM64_PKG_CONFIG) --cflags check 2>/dev/null)
 ARM64_CHECK_LIBS   = $(shell $(ARM64_PKG_CONFIG) --libs check 2>/dev/null)
+ARM64_UNWIND_CFLAGS = $(shell $(ARM64_PKG_CONFIG) --cflags libunwind 2>/dev/null)
 
 .PHONY: check-arm64 lib-arm64 deps-arm64
 
@@ -231,7 +246,7 @@ lib-arm64: $(ARM64_LIB)
 
 $(ARM64_LIB): $(ENGINE_SRC) $(PRELOAD_SRC) $(HEADERS) preload/libmmfold.map | deps-arm64
 	@mkdir -p $(ARM64_BUILD)
-	$(ARM64_CC) $(BASEFLAGS) $(CFLAGS) $(LIBFLAGS) -o $@ $(ENGINE_SRC) $(PRELOAD_SRC) $(LIBS)
+	$(ARM64_CC) $(BASEFLAGS) $(CFLAGS) $(ARM64_UNWIND_CFLAGS) $(LIBFLAGS) -o $@ $(ENGINE_SRC) $(PRELOAD_SRC) $(LIBS)
 
 $(ARM64_UNIT_BIN): $(UNIT_SRC) $(ENGINE_SRC) $(HEADERS) tests/unit/suites.h | deps-arm64
 	@mkdir -p $(ARM64_BUILD)
@@ -241,6 +256,10 @@ $(ARM64_UNIT_BIN): $(UNIT_SRC) $(ENGINE_SRC) $(HEADERS) tests/unit/suites.h | de
 $(ARM64_BUILD)/progs/%: tests/progs/%.c | deps-arm64
 	@mkdir -p $(ARM64_BUILD)/progs
 	$(ARM64_CC) -std=gnu11 $(WARN) -O2 -g -o $@ $< -pthread
+
+$(ARM64_BUILD)/progs/profile: tests/progs/profile.c | deps-arm64
+	@mkdir -p $(ARM64_BUILD)/progs
+	$(ARM64_CC) -std=gnu11 $(WARN) -O2 -g $(PROFILE_PROG_FLAGS) -o $@ $< -pthread
 
 # tests/arm64/run.sh builds the tests/preload programs itself (through
 # tests/preload/run.sh with CC, RUNNER and DIFF_FILTER).

@@ -14,6 +14,7 @@ __attribute__((constructor(101))) static void mmf_ctor(void)
 	mmf_next_resolve();
 	mmf_late_init();
 	mmf_sigchain_start();
+	mmf_unwind_load();
 	pthread_atfork(prepare, parent, child);
 }
 

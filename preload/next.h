@@ -72,6 +72,10 @@ long mmf_rt_sigaction_syscall(const long *a, int *done);
 /* After an rt_sigaction that went to the kernel (see sigchain.h). */
 void mmf_rt_sigaction_after(long sig, long act, int was_claimed);
 
+/* Loads libunwind for the call-site profile when MMFOLD_PROFILE > 0
+ * (unwind.c); from the constructor. */
+void mmf_unwind_load(void);
+
 /* Converts a libc-style result (-1 and errno) to the kernel's (-errno). */
 #define MMF_KRET(expr)                                                         \
 	({                                                                     \

@@ -31,6 +31,8 @@ enum { MMF_SIGCHAIN_AUTO, MMF_SIGCHAIN_ON };
 	X(ALIGN, "MMFOLD_ALIGN", 'A', MMF_ALIGN_AUTO, 4096, 1L << 30, NULL)    \
 	X(ALIGN_MIN, "MMFOLD_ALIGN_MIN", 'Z', 0, 0, 1L << 40, NULL)            \
 	X(SIGCHAIN, "MMFOLD_SIGCHAIN", 'E', MMF_SIGCHAIN_AUTO, 0, 0, "auto|on") \
+	X(PROFILE, "MMFOLD_PROFILE", 'I', 0, 0, 1000, NULL)                    \
+	X(PROFILE_DEPTH, "MMFOLD_PROFILE_DEPTH", 'I', 16, 1, 64, NULL)         \
 	X(LIB, "MMFOLD_LIB", 'S', 0, 0, 0, NULL) /* for the tools: not used here */
 
 enum {

@@ -31,6 +31,7 @@
 #include "lazy.h"
 #include "sigchain.h"
 #include "folio.h"
+#include "profile.h"
 #include "sys.h"
 
 #ifndef MLOCK_ONFAULT
@@ -208,6 +209,8 @@ void mmf_early_init(void)
 		if (cfg.v[MMF_OPT_STATS])
 			mmf_folio_fault_counts(&folio, faults0);
 	}
+	if (mmf_profile_init((int)cfg.v[MMF_OPT_PROFILE], (int)cfg.v[MMF_OPT_PROFILE_DEPTH]) != 0)
+		mmf_log(0, "mmfold: MMFOLD_PROFILE: cannot map memory for the call sites; not profiling");
 	if (mode != MMF_MODE_OFF && mmf_map_init(&map) != 0) {
 		mmf_log(0, "mmfold: cannot map memory for the shadow map; forwarding everything");
 		mode = MMF_MODE_OFF;
@@ -1181,6 +1184,8 @@ long mmf_run(struct mmf_op *op)
 		if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2)
 			return op->fwd(op); /* another thread is initialising */
 	}
+	if (__builtin_expect(mmf_prof_on, 0) && !(op->flags & MMF_OPF_PROFILED))
+		return mmf_profile_run(op); /* runs op through here again */
 	struct mmf_tstats *t = mmf_stats_self();
 	int k = op->kind;
 	mmf_stat_add(t, k, MMF_S_CALLS, 1);
@@ -1499,6 +1504,7 @@ void mmf_atfork_child(void)
 	if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2)
 		return;
 	mmf_stats_fork_child();
+	mmf_profile_fork_child();
 	mmf_event(MMF_E_FORKS);
 	__atomic_store_n(&fini_done, 0, __ATOMIC_RELAXED);
 	if (mode == MMF_MODE_OFF)

@@ -24,7 +24,8 @@ struct mmf_op {
 
 enum {
 	MMF_OPF_PKEY = 1,  /* MMF_K_MPROTECT came as pkey_mprotect (a[3]) */
-	MMF_OPF_MLOCK2 = 2 /* MMF_K_MLOCK came as mlock2 (a[2] = flags) */
+	MMF_OPF_MLOCK2 = 2, /* MMF_K_MLOCK came as mlock2 (a[2] = flags) */
+	MMF_OPF_PROFILED = 4 /* the profiler (profile.c) is running it */
 };
 
 /* Runs an intercepted call.  Returns the kernel's convention. */

@@ -2,7 +2,10 @@
  * Built in a stack buffer and written with write(2): no stdio, no malloc. */
 #include "engine.h"
 #include "fmt.h"
+#include "profile.h"
 #include "sys.h"
+
+#include <sys/mman.h>
 
 #include "../include/mmfold.h"
 
@@ -55,6 +58,7 @@ static void text(struct mmf_buf *b, const struct mmf_tstats *s, const uint64_t *
 		mmf_putc(b, '\n');
 	if (mmf_mode() >= MMF_MODE_SAFE)
 		mmf_folio_report(b, 0);
+	mmf_profile_report(b, 0);
 }
 
 static void json(struct mmf_buf *b, const struct mmf_tstats *s, const uint64_t *ev,
@@ -95,6 +99,7 @@ static void json(struct mmf_buf *b, const struct mmf_tstats *s, const uint64_t *
 	mmf_putc(b, '}');
 	if (mmf_mode() >= MMF_MODE_SAFE)
 		mmf_folio_report(b, 1);
+	mmf_profile_report(b, 1);
 	mmf_puts(b, "}\n");
 }
 
@@ -105,10 +110,23 @@ void mmf_report(int fd, int format)
 	uint32_t threads;
 	char out[4096];
 	MMF_BUF(b, out);
+	/* The call-site profile does not fit the stack buffer: one mapping
+	 * holds the whole report, so it still leaves in one write. */
+	size_t big = mmf_profile_report_size() ? sizeof out + mmf_profile_report_size() : 0;
+	if (big) {
+		char *m = mmf_sys_mmap(NULL, big, PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (!mmf_sys_err((long)m))
+			b = (struct mmf_buf){m, 0, big};
+		else
+			big = 0;
+	}
 	mmf_stats_snapshot(&s, ev, &threads);
 	if (format == MMF_FMT_JSON)
 		json(&b, &s, ev, threads);
 	else
 		text(&b, &s, ev, threads);
 	mmf_sys_write_all(fd, b.p, b.len);
+	if (big)
+		mmf_sys_munmap(b.p, big);
 }

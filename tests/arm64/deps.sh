@@ -6,6 +6,8 @@
 #   libc6-dev-arm64-cross          arm64 libc headers and link files
 #   check:arm64 libsubunit-dev:arm64   libcheck_pic.a and libsubunit for arm64
 #                                  (pulls libc6:arm64: /lib/ld-linux-aarch64.so.1)
+#   libunwind-dev:arm64            libunwind.h for the call-site profile (the
+#                                  library dlopens libunwind.so.8 at run time)
 #   qemu-user >= 1:8.0             bookworm's own 7.2 aborts on calls the
 #                                  tests make on purpose (mprotect with a
 #                                  length that wraps: "page_set_flags:
@@ -18,7 +20,7 @@
 # the exact commands and exits 1.  Nothing is done when all is there.
 set -u
 HOST_PKGS=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
-GUEST_PKGS=(check:arm64 libsubunit-dev:arm64)
+GUEST_PKGS=(check:arm64 libsubunit-dev:arm64 libunwind-dev:arm64)
 QEMU_MIN=1:8.0
 
 if ! command -v dpkg-query >/dev/null; then

@@ -37,6 +37,8 @@ START_TEST(defaults)
 	ck_assert_int_eq(c.v[MMF_OPT_VERIFY], 0);
 	ck_assert_int_eq(c.v[MMF_OPT_LOG], 0);
 	ck_assert_int_eq(c.v[MMF_OPT_STRICT], 0);
+	ck_assert_int_eq(c.v[MMF_OPT_PROFILE], 0);
+	ck_assert_int_eq(c.v[MMF_OPT_PROFILE_DEPTH], 16);
 	ck_assert_str_eq(c.stats_file, "");
 	ck_assert_int_eq(c.v[MMF_OPT_SIGCHAIN], MMF_SIGCHAIN_AUTO);
 }
@@ -75,6 +77,10 @@ START_TEST(good_values)
 		{"MMFOLD_ALIGN_MIN=0", MMF_OPT_ALIGN_MIN, 0},
 		{"MMFOLD_SIGCHAIN=on", MMF_OPT_SIGCHAIN, MMF_SIGCHAIN_ON},
 		{"MMFOLD_SIGCHAIN=Auto", MMF_OPT_SIGCHAIN, MMF_SIGCHAIN_AUTO},
+		{"MMFOLD_PROFILE=1000", MMF_OPT_PROFILE, 1000},
+		{"MMFOLD_PROFILE=10", MMF_OPT_PROFILE, 10},
+		{"MMFOLD_PROFILE_DEPTH=1", MMF_OPT_PROFILE_DEPTH, 1},
+		{"MMFOLD_PROFILE_DEPTH=64", MMF_OPT_PROFILE_DEPTH, 64},
 	};
 	for (unsigned i = 0; i < sizeof t / sizeof t[0]; i++) {
 		ck_assert_msg(parse1(&c, t[i].kv, &l) == 0, "%s: %s", t[i].kv, l.last);
@@ -121,6 +127,12 @@ START_TEST(bad_values)
 		{"MMFOLD_ALIGN_MIN=1T", "expected a size", "using 0", MMF_OPT_ALIGN_MIN, 0},
 		{"MMFOLD_SIGCHAIN=1", "MMFOLD_SIGCHAIN", "using auto", MMF_OPT_SIGCHAIN, MMF_SIGCHAIN_AUTO},
 		{"MMFOLD_SIGCHAIN=off", "MMFOLD_SIGCHAIN", "using auto", MMF_OPT_SIGCHAIN, MMF_SIGCHAIN_AUTO},
+		{"MMFOLD_PROFILE=1001", "out of range 0..1000", "using 0", MMF_OPT_PROFILE, 0},
+		{"MMFOLD_PROFILE=-1", "out of range 0..1000", "using 0", MMF_OPT_PROFILE, 0},
+		{"MMFOLD_PROFILE=ten", "not a number", "using 0", MMF_OPT_PROFILE, 0},
+		{"MMFOLD_PROFILE_DEPTH=0", "out of range 1..64", "using 16", MMF_OPT_PROFILE_DEPTH, 16},
+		{"MMFOLD_PROFILE_DEPTH=65", "out of range 1..64", "using 16", MMF_OPT_PROFILE_DEPTH, 16},
+		{"MMFOLD_PROFILE_DEPTH=8k", "not a number", "using 16", MMF_OPT_PROFILE_DEPTH, 16},
 	};
 	for (unsigned i = 0; i < sizeof t / sizeof t[0]; i++) {
 		ck_assert_int_eq(parse1(&c, t[i].kv, &l), 1);

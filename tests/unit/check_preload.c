@@ -570,6 +570,307 @@ END_TEST
 START_TEST(script_broken_is_caught) { run_script("broken"); }
 END_TEST
 
+/* ---- call-site profile (MMFOLD_PROFILE) ---------------------------------- */
+
+/* A JSON validator (RFC 8259 grammar, no semantics): returns the end of
+ * the value at p, or NULL. */
+static const char *jws(const char *p)
+{
+	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+		p++;
+	return p;
+}
+
+static const char *jvalue(const char *p, int depth);
+
+static const char *jstring(const char *p)
+{
+	if (*p++ != '"')
+		return NULL;
+	while (*p != '"') {
+		if ((unsigned char)*p < 0x20)
+			return NULL;
+		if (*p == '\\') {
+			p++;
+			if (*p == 'u') {
+				for (int i = 1; i <= 4; i++)
+					if (!strchr("0123456789abcdefABCDEF", p[i]) || !p[i])
+						return NULL;
+				p += 4;
+			} else if (!*p || !strchr("\"\\/bfnrt", *p)) {
+				return NULL;
+			}
+		}
+		p++;
+	}
+	return p + 1;
+}
+
+static const char *jnumber(const char *p)
+{
+	if (*p == '-')
+		p++;
+	if (*p == '0')
+		p++;
+	else if (*p >= '1' && *p <= '9')
+		while (*p >= '0' && *p <= '9')
+			p++;
+	else
+		return NULL;
+	if (*p == '.') {
+		if (!(*++p >= '0' && *p <= '9'))
+			return NULL;
+		while (*p >= '0' && *p <= '9')
+			p++;
+	}
+	if (*p == 'e' || *p == 'E') {
+		p++;
+		if (*p == '+' || *p == '-')
+			p++;
+		if (!(*p >= '0' && *p <= '9'))
+			return NULL;
+		while (*p >= '0' && *p <= '9')
+			p++;
+	}
+	return p;
+}
+
+static const char *jvalue(const char *p, int depth)
+{
+	if (depth > 64)
+		return NULL;
+	p = jws(p);
+	if (*p == '{' || *p == '[') {
+		char close = *p == '{' ? '}' : ']';
+		p = jws(p + 1);
+		if (*p == close)
+			return p + 1;
+		for (;;) {
+			if (close == '}') {
+				if (!(p = jstring(jws(p))) || *(p = jws(p)) != ':')
+					return NULL;
+				p++;
+			}
+			if (!(p = jvalue(p, depth + 1)))
+				return NULL;
+			p = jws(p);
+			if (*p == close)
+				return p + 1;
+			if (*p++ != ',')
+				return NULL;
+		}
+	}
+	if (*p == '"')
+		return jstring(p);
+	if (!strncmp(p, "true", 4) || !strncmp(p, "null", 4))
+		return p + 4;
+	if (!strncmp(p, "false", 5))
+		return p + 5;
+	return jnumber(p);
+}
+
+static int json_valid(const char *s)
+{
+	const char *e = jvalue(s, 0);
+	return e && *jws(e) == 0;
+}
+
+static char pbuf[1 << 18];
+
+/* Runs tests/progs/profile under the library with the settings given and
+ * the report in a file; returns the report. */
+static const char *profile_run(const char *const *settings)
+{
+	char file[400], fset[450];
+	snprintf(file, sizeof file, "%s/profile.out", tmpdir);
+	unlink(file);
+	snprintf(fset, sizeof fset, "MMFOLD_STATS_FILE=%s", file);
+	const char *env[12];
+	int n = 0;
+	env[n++] = "MMFOLD_STATS=1";
+	env[n++] = fset;
+	for (; *settings && n < 11; settings++)
+		env[n++] = *settings;
+	env[n] = NULL;
+	char *argv[] = {prog("profile"), NULL};
+	static struct result r;
+	run(&r, 1, env, argv);
+	ck_assert_msg(r.status == 0, "profile exited %d: %s%s", r.status, r.out, r.err);
+	ck_assert_str_eq(r.out, "profile ok\n");
+	slurp(file, pbuf, sizeof pbuf);
+	ck_assert_msg(strlen(pbuf) < sizeof pbuf - 1, "report too long for the test's buffer");
+	return pbuf;
+}
+
+/* A number field of the flat JSON object starting at o, or -1. */
+static long long ofield(const char *o, const char *field)
+{
+	char key[64];
+	const char *end = strchr(o, '}');
+	snprintf(key, sizeof key, "\"%s\":", field);
+	const char *f = strstr(o, key);
+	if (!f || f > end)
+		return -1;
+	f += strlen(key);
+	if (*f == '"')
+		f++;
+	return strtoll(f, NULL, 0);
+}
+
+/* The list ("by_count" or "by_time") of kind in the profile: [start, end). */
+static int plist(const char *json, const char *kind, const char *list, const char **s,
+		 const char **e)
+{
+	char key[80];
+	const char *p = strstr(json, "\"profile\":{");
+	if (!p)
+		return 0;
+	snprintf(key, sizeof key, "\"%s\":{\"by_count\":[", kind);
+	if (!(p = strstr(p, key)))
+		return 0;
+	if (!strcmp(list, "by_time") && !(p = strstr(p, "],\"by_time\":[")))
+		return 0;
+	*s = strchr(p, '[') + 1;
+	*e = strchr(*s, ']');
+	return *e != NULL;
+}
+
+/* The one site of function fn in a list (the test fails if it is not
+ * there exactly once). */
+static const char *psite(const char *json, const char *kind, const char *list, const char *fn)
+{
+	const char *s, *e, *found = NULL;
+	char key[80];
+	ck_assert_msg(plist(json, kind, list, &s, &e), "no %s list for %s", list, kind);
+	snprintf(key, sizeof key, "{\"function\":\"%s\",", fn);
+	int n = 0;
+	for (const char *p = s; (p = strstr(p, key)) && p < e; p++, n++)
+		found = p;
+	ck_assert_msg(n == 1, "%s %s: %d sites of %s", kind, list, n, fn);
+	return found;
+}
+
+/* Every site of tests/progs/profile with its exact counts, in both lists;
+ * the lists are sorted; the JSON is valid; the text report says the
+ * same. */
+START_TEST(profile_sites)
+{
+	static const struct {
+		const char *fn, *kind;
+		long long calls, fwd, skipped, bytes, insig;
+	} want[] = {
+		{"site_alpha", "mprotect", 1000, 501, 499, 1000 * 4096LL, 0},
+		{"site_gamma", "mprotect", 77, 77, 0, 77 * 8192LL, 0},
+		{"site_handler", "mprotect", 64, 64, 0, 64 * 4096LL, 64},
+		{"site_beta", "madvise", 300, 151, 149, 300 * 65536LL, 0},
+	};
+	const char *js[] = {"MMFOLD_PROFILE=10", "MMFOLD_STATS_FORMAT=json", NULL};
+	static char json[sizeof pbuf];
+	strcpy(json, profile_run(js));
+	ck_assert_msg(json_valid(json), "not valid JSON: %s", json);
+	const char *prof = strstr(json, "\"profile\":{\"top\":10,\"depth\":16,\"sites\":");
+	ck_assert_msg(prof, "no profile header: %s", json);
+	long long sites = ofield(prof + 11, "sites"), lost = ofield(prof + 11, "lost");
+	ck_assert_int_ge(sites, 4);
+	for (unsigned i = 0; i < sizeof want / sizeof want[0]; i++)
+		for (int l = 0; l < 2; l++) {
+			const char *o = psite(json, want[i].kind, l ? "by_time" : "by_count", want[i].fn);
+			ck_assert_int_eq(ofield(o, "calls"), want[i].calls);
+			ck_assert_int_eq(ofield(o, "forwarded"), want[i].fwd);
+			ck_assert_int_eq(ofield(o, "skipped"), want[i].skipped);
+			ck_assert_int_eq(ofield(o, "bytes"), want[i].bytes);
+			ck_assert_int_eq(ofield(o, "in_signal"), want[i].insig);
+			ck_assert_int_gt(ofield(o, "kernel_ns"), 0);
+			ck_assert_int_gt(ofield(o, "function_offset"), 0);
+			ck_assert_int_gt(ofield(o, "library_offset"), ofield(o, "function_offset"));
+			ck_assert_msg(strstr(o, "\"library\":\"") && strstr(o, "progs/profile\","),
+				      "library of %s", want[i].fn);
+		}
+	/* sorted, descending */
+	static const char *const kinds[] = {"mprotect", "madvise"};
+	for (int k = 0; k < 2; k++)
+		for (int l = 0; l < 2; l++) {
+			const char *s, *e, *field = l ? "kernel_ns" : "calls";
+			ck_assert(plist(json, kinds[k], l ? "by_time" : "by_count", &s, &e));
+			long long prev = -1;
+			for (const char *p = s; (p = strstr(p, "{\"function\"")) && p < e; p++) {
+				long long v = ofield(p, field);
+				ck_assert_msg(prev < 0 || v <= prev, "%s not sorted by %s", kinds[k], field);
+				prev = v;
+			}
+		}
+
+	/* The text report: the same sites and counts. */
+	const char *tx[] = {"MMFOLD_PROFILE=10", NULL};
+	const char *text = profile_run(tx);
+	char head[120];
+	snprintf(head, sizeof head, "call sites (MMFOLD_PROFILE=10, depth 16, %lld sites, %lld lost)\n",
+		 sites, lost);
+	ck_assert_msg(strstr(text, head), "no '%s' in: %s", head, text);
+	ck_assert_msg(strstr(text, "mprotect by calls:\n       calls  forwarded    skipped          "
+				   "bytes  kernel ms  site\n"), "%s", text);
+	ck_assert(strstr(text, "mprotect by kernel time:\n"));
+	ck_assert(strstr(text, "madvise by calls:\n"));
+	for (unsigned i = 0; i < sizeof want / sizeof want[0]; i++) {
+		char key[64];
+		snprintf(key, sizeof key, "  %s+0x", want[i].fn);
+		const char *p = strstr(text, key);
+		ck_assert_msg(p, "no %s in: %s", key, text);
+		const char *line = p;
+		while (line > text && line[-1] != '\n')
+			line--;
+		long long c, f, sk, b;
+		ck_assert_int_eq(sscanf(line, "%lld %lld %lld %lld", &c, &f, &sk, &b), 4);
+		ck_assert_int_eq(c, want[i].calls);
+		ck_assert_int_eq(f, want[i].fwd);
+		ck_assert_int_eq(sk, want[i].skipped);
+		ck_assert_int_eq(b, want[i].bytes);
+	}
+}
+END_TEST
+
+/* Every counted call is in exactly one site or lost: with room for every
+ * site, the sites' calls plus the lost ones are the kinds' calls. */
+START_TEST(profile_complete)
+{
+	const char *js[] = {"MMFOLD_PROFILE=1000", "MMFOLD_STATS_FORMAT=json", NULL};
+	const char *json = profile_run(js);
+	ck_assert(json_valid(json));
+	const char *prof = strstr(json, "\"profile\":{");
+	ck_assert(prof);
+	long long total = 0, attributed = 0;
+	static const char *const kinds[] = {"mmap", "munmap", "mremap", "mprotect", "pkey_mprotect",
+					    "madvise", "process_madvise", "mlock", "munlock",
+					    "mlockall", "munlockall", "mseal", "brk", "shmat"};
+	for (unsigned k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+		long c = jfield(json, kinds[k], "calls");
+		ck_assert_int_ge(c, 0);
+		total += c;
+		const char *s, *e;
+		if (!plist(json, kinds[k], "by_count", &s, &e))
+			continue;
+		for (const char *p = s; (p = strstr(p, "{\"function\"")) && p < e; p++)
+			attributed += ofield(p, "calls");
+	}
+	long long lost = ofield(prof + 11, "lost");
+	ck_assert_int_ge(lost, 0);
+	ck_assert_int_eq(attributed + lost, total);
+	ck_assert_int_ge(attributed, 1000 + 77 + 64 + 300);
+}
+END_TEST
+
+/* Off by default: no profile section, nothing changes in the report. */
+START_TEST(profile_off)
+{
+	const char *js[] = {"MMFOLD_STATS_FORMAT=json", NULL};
+	const char *json = profile_run(js);
+	ck_assert(json_valid(json));
+	ck_assert_ptr_null(strstr(json, "\"profile\""));
+	const char *tx[] = {"MMFOLD_PROFILE=0", NULL};
+	ck_assert_ptr_null(strstr(profile_run(tx), "call sites"));
+}
+END_TEST
+
 Suite *preload_suite(void)
 {
 	Suite *s = suite_create("preload");
@@ -616,5 +917,12 @@ Suite *preload_suite(void)
 	tcase_add_test(d, script_sigreentry);
 	tcase_add_test(d, script_broken_is_caught);
 	suite_add_tcase(s, d);
+	TCase *p = tcase_create("profile");
+	tcase_add_checked_fixture(p, setup, teardown);
+	tcase_set_timeout(p, 120);
+	tcase_add_test(p, profile_sites);
+	tcase_add_test(p, profile_complete);
+	tcase_add_test(p, profile_off);
+	suite_add_tcase(s, p);
 	return s;
 }
