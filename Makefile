@@ -21,7 +21,7 @@ LIBFLAGS := -shared -Wl,--version-script=preload/libmmfold.map -Wl,-z,now -Wl,-z
 LIBS     := -ldl -pthread
 
 ENGINE_SRC  := src/sys.c src/map.c src/fmt.c src/config.c src/stats.c src/engine.c \
-	       src/report.c src/verify.c src/folio.c
+	       src/report.c src/verify.c src/folio.c src/shape.c
 PRELOAD_SRC := preload/next.c preload/init.c preload/mman.c preload/madvise.c \
 	       preload/mlock.c preload/misc.c preload/syscall.c
 HEADERS     := $(wildcard src/*.h preload/*.h include/*.h)

@@ -8,6 +8,8 @@
 enum { MMF_MODE_OFF, MMF_MODE_OBSERVE, MMF_MODE_SAFE, MMF_MODE_LAZY };
 enum { MMF_FMT_TEXT, MMF_FMT_JSON };
 enum { MMF_THP_OFF, MMF_THP_AUTO, MMF_THP_ADVISE };
+/* MMFOLD_SHAPE: trim and widen force that shape wherever it is allowed. */
+enum { MMF_SHAPE_OFF, MMF_SHAPE_AUTO, MMF_SHAPE_TRIM, MMF_SHAPE_WIDEN };
 /* MMFOLD_ALIGN: a size in bytes, or one of these. */
 #define MMF_ALIGN_AUTO (-1L)
 #define MMF_ALIGN_OFF 0L
@@ -29,6 +31,7 @@ enum { MMF_THP_OFF, MMF_THP_AUTO, MMF_THP_ADVISE };
 	X(THP_MIN, "MMFOLD_THP_MIN", 'Z', 2L << 20, 4096, 1L << 40, NULL)      \
 	X(ALIGN, "MMFOLD_ALIGN", 'A', MMF_ALIGN_AUTO, 4096, 1L << 30, NULL)    \
 	X(ALIGN_MIN, "MMFOLD_ALIGN_MIN", 'Z', 0, 0, 1L << 40, NULL)            \
+	X(SHAPE, "MMFOLD_SHAPE", 'E', MMF_SHAPE_AUTO, 0, 0, "off|auto|trim|widen") \
 	X(LIB, "MMFOLD_LIB", 'S', 0, 0, 0, NULL) /* for the tools: not used here */
 
 enum {

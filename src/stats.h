@@ -49,7 +49,14 @@ enum {
 	X(ALIGNED, "aligned")             /* mappings placed folio-aligned */   \
 	X(ALIGNED_BYTES, "aligned_bytes")                                      \
 	X(ALIGN_OVERMAP, "align_overmapped") /* took the map-and-trim path */   \
-	X(ALIGN_GAVEUP, "align_gave_up")  /* placed as the kernel chose */
+	X(ALIGN_GAVEUP, "align_gave_up")  /* placed as the kernel chose */    \
+	X(SHAPED_WIDENED, "shaped_widened") /* calls widened to folio bounds */ \
+	X(SHAPED_WIDENED_BYTES, "shaped_widened_bytes") /* bytes added */       \
+	X(SHAPED_TRIMMED, "shaped_trimmed") /* calls trimmed or split */        \
+	X(SHAPED_TRIMMED_BYTES, "shaped_trimmed_bytes") /* bytes left out */    \
+	X(SHAPED_PIECES, "shaped_pieces")   /* system calls the shaped calls made */ \
+	X(SHAPE_FALLBACK, "shape_fallbacks") /* a shaped call failed: the      \
+						caller's call was forwarded */
 
 enum {
 #define X(id, name, ...) MMF_E_##id,
