@@ -32,7 +32,7 @@ DEPS_BUILD   := gcc make pkg-config libc6-dev
 DEPS_CHECK   := check libsubunit-dev libunwind-dev binutils valgrind
 DEPS_CLIENTS := luajit libgc-dev libjemalloc-dev libjemalloc2 nodejs default-jdk-headless
 
-.PHONY: all lib check check-unit check-preload check-clients check-symbols demo bench bench-thp \
+.PHONY: all lib check check-unit check-preload check-clients check-symbols demo bench bench-thp bench-shape \
 	asan tsan valgrind deps-build deps-check deps-clients install uninstall clean
 
 all: lib
@@ -120,6 +120,11 @@ bench: deps-clients $(LIB)
 # Large-folio benchmarks (root: switches hugepages-64kB/enabled and restores it).
 bench-thp: deps-clients $(LIB)
 	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/bench_thp tools/bench_thp.sh
+
+# Range shaping: the call patterns with and without MMFOLD_SHAPE (root:
+# switches hugepages-64kB/enabled for the 64k rows and restores it).
+bench-shape: $(LIB)
+	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/bench_shape tools/bench_shape.sh
 
 # Sanitizer and valgrind runs of the unit tests.
 asan: deps-check

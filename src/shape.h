@@ -31,6 +31,7 @@ struct mmf_shape_cost {
 	uint32_t call_ns;   /* one more mprotect system call (a split's piece) */
 	uint32_t vma_ns;    /* the kernel walking one VMA it does not change */
 	uint32_t widen_ns;  /* what widening over a folio boundary saves */
+	uint32_t fixed_ns;  /* the resolution: a predicted saving must exceed it */
 };
 extern const struct mmf_shape_cost mmf_shape_cost_default;
 
