@@ -437,6 +437,8 @@ static void run_script(const char *name)
 
 START_TEST(script_walk) { run_script("walk"); }
 END_TEST
+START_TEST(script_walk_shape) { run_script("walk-shape"); }
+END_TEST
 START_TEST(script_errno) { run_script("errno_matrix"); }
 END_TEST
 START_TEST(script_barrier) { run_script("barrier"); }
@@ -479,6 +481,7 @@ Suite *preload_suite(void)
 	tcase_add_checked_fixture(d, setup, teardown);
 	tcase_set_timeout(d, 300);
 	tcase_add_test(d, script_walk);
+	tcase_add_test(d, script_walk_shape);
 	tcase_add_test(d, script_errno);
 	tcase_add_test(d, script_barrier);
 	tcase_add_test(d, script_ctor);
