@@ -9,6 +9,8 @@ enum { MMF_MODE_OFF, MMF_MODE_OBSERVE, MMF_MODE_SAFE, MMF_MODE_LAZY };
 enum { MMF_FMT_TEXT, MMF_FMT_JSON };
 enum { MMF_THP_OFF, MMF_THP_AUTO, MMF_THP_ADVISE };
 enum { MMF_SIGCHAIN_AUTO, MMF_SIGCHAIN_ON };
+/* MMFOLD_SHAPE: trim and widen force that shape wherever it is allowed. */
+enum { MMF_SHAPE_OFF, MMF_SHAPE_AUTO, MMF_SHAPE_TRIM, MMF_SHAPE_WIDEN };
 /* MMFOLD_ALIGN: a size in bytes, or one of these. */
 #define MMF_ALIGN_AUTO (-1L)
 #define MMF_ALIGN_OFF 0L
@@ -33,6 +35,7 @@ enum { MMF_SIGCHAIN_AUTO, MMF_SIGCHAIN_ON };
 	X(SIGCHAIN, "MMFOLD_SIGCHAIN", 'E', MMF_SIGCHAIN_AUTO, 0, 0, "auto|on") \
 	X(PROFILE, "MMFOLD_PROFILE", 'I', 0, 0, 1000, NULL)                    \
 	X(PROFILE_DEPTH, "MMFOLD_PROFILE_DEPTH", 'I', 16, 1, 64, NULL)         \
+	X(SHAPE, "MMFOLD_SHAPE", 'E', MMF_SHAPE_AUTO, 0, 0, "off|auto|trim|widen") \
 	X(LIB, "MMFOLD_LIB", 'S', 0, 0, 0, NULL) /* for the tools: not used here */
 
 enum {

@@ -32,6 +32,7 @@
 #include "sigchain.h"
 #include "folio.h"
 #include "profile.h"
+#include "shape.h"
 #include "sys.h"
 
 #ifndef MLOCK_ONFAULT
@@ -200,8 +201,10 @@ void mmf_early_init(void)
 	long md = mmf_sys6(SYS_prctl, PR_GET_MDWE, 0, 0, 0, 0, 0);
 	mdwe = md > 0;
 	if (mode >= MMF_MODE_SAFE &&
-	    (cfg.v[MMF_OPT_THP] != MMF_THP_OFF || cfg.v[MMF_OPT_ALIGN] != MMF_ALIGN_OFF)) {
+	    (cfg.v[MMF_OPT_THP] != MMF_THP_OFF || cfg.v[MMF_OPT_ALIGN] != MMF_ALIGN_OFF ||
+	     cfg.v[MMF_OPT_SHAPE] != MMF_SHAPE_OFF)) {
 		mmf_folio_probe(&folio);
+		mmf_shape_init((int)cfg.v[MMF_OPT_SHAPE], &folio);
 		thp_disabled = mmf_sys6(SYS_prctl, PR_GET_THP_DISABLE, 0, 0, 0, 0, 0) > 0;
 		thp_active = (cfg.v[MMF_OPT_THP] == MMF_THP_AUTO && mmf_folio_advice_pays(&folio)) ||
 			     (cfg.v[MMF_OPT_THP] == MMF_THP_ADVISE && folio.top != MMF_THP_NEVER);
@@ -1255,8 +1258,10 @@ static long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 	uint64_t s, e;
 	struct mmf_want w;
 	struct mmf_hint hint = {NULL, 0, 0, 0, 0};
+	int shape = 0; /* a change on known memory: range shaping may apply */
 	if (question(op, &s, &e, &w)) {
 		int v = mmf_map_check_hint(&map, s, e, &w, &hint);
+		shape = v == MMF_CHANGE && mode >= MMF_MODE_SAFE && w.what != MMF_Q_LOCK;
 		if (v == MMF_NOOP_PROVEN && op->kind == MMF_K_MLOCK && !mlock_permitted())
 			v = MMF_NOOP_UNPROVEN;
 		if (v == MMF_NOOP_PROVEN && verify) {
@@ -1304,6 +1309,8 @@ static long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 	long r;
 	if (align)
 		r = mmap_aligned(op, t, align);
+	else if (shape && mmf_shape_forward(&map, op, s, e, &w, t, forward, &r))
+		;
 	else if (!(k == MMF_K_MREMAP && mode >= MMF_MODE_SAFE && mremap_aligned(op, t, &r)))
 		r = forward(op, t, asked);
 	record(op, r, &hint);

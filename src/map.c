@@ -661,6 +661,8 @@ static int judge(struct mmf_attr a, const struct mmf_want *w)
 	return MMF_NOOP_PROVEN;
 }
 
+int mmf_map_judge(const struct mmf_attr *a, const struct mmf_want *w) { return judge(*a, w); }
+
 static int check_once(const struct mmf_map *m, uint64_t start, uint64_t end,
 		      const struct mmf_want *w, struct mmf_hint *h)
 {

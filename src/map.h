@@ -151,6 +151,9 @@ void mmf_map_fork_child(struct mmf_map *m);
  * writer on another thread. */
 int mmf_map_check(const struct mmf_map *m, uint64_t start, uint64_t end,
 		  const struct mmf_want *w);
+/* What mmf_map_check answers for one record's attributes (a range wholly
+ * inside that record): MMF_NOOP_PROVEN, MMF_NOOP_UNPROVEN or MMF_CHANGE. */
+int mmf_map_judge(const struct mmf_attr *a, const struct mmf_want *w);
 /* Where a reader found that [start,end) is exactly one record, so that the
  * writer that then forwards the call can update it without searching. */
 struct mmf_hint {

@@ -62,7 +62,14 @@ enum {
 	X(LAZY_FAULTS, "lazy_faults")     /* first touches served */            \
 	X(LAZY_DENSE, "lazy_dense")       /* whole ranges made on dense touches */ \
 	X(LAZY_RETRIED, "lazy_retried")   /* faults that raced with a promotion */ \
-	X(LAZY_BUFFERS, "lazy_buffers")   /* made before read()/write()/... */
+	X(LAZY_BUFFERS, "lazy_buffers")   /* made before read()/write()/... */ \
+	X(SHAPED_WIDENED, "shaped_widened") /* calls widened to folio bounds */ \
+	X(SHAPED_WIDENED_BYTES, "shaped_widened_bytes") /* bytes added */       \
+	X(SHAPED_TRIMMED, "shaped_trimmed") /* calls trimmed or split */        \
+	X(SHAPED_TRIMMED_BYTES, "shaped_trimmed_bytes") /* bytes left out */    \
+	X(SHAPED_PIECES, "shaped_pieces")   /* system calls the shaped calls made */ \
+	X(SHAPE_FALLBACK, "shape_fallbacks") /* a shaped call failed: the      \
+						caller's call was forwarded */
 
 enum {
 #define X(id, name, ...) MMF_E_##id,

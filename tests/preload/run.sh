@@ -13,7 +13,7 @@
 #      an emulator (tests/arm64/qemu-run).  The library to preload is then
 #      handed to it in RUNNER_PRELOAD, never in LD_PRELOAD (which would reach
 #      the runner itself); the runner makes it the program's LD_PRELOAD.
-# Tests: walk walk-stats errno_matrix barrier ctor sigreentry broken
+# Tests: walk walk-shape walk-stats errno_matrix barrier ctor sigreentry broken
 # sigchain barrier-sigchain (default: all; the last two run with
 # MMFOLD_SIGCHAIN=on, so mmfold's SIGSEGV handler runs first).  Each program runs without the library (reference) and
 # with it in modes off, safe and observe; stdout and exit status must be
@@ -166,6 +166,30 @@ t_walk() {
 	if [ -n "$first" ]; then bad walk "failing seeds:$seeds; $first"; else ok walk; fi
 }
 
+# The walk's seeds with range shaping forced (MMFOLD_SHAPE=trim, widen):
+# safe mode must match the run without mmfold, and across the seeds both
+# policies must really have shaped calls (counted from the JSON reports).
+t_walk_shape() {
+	local s pol first='' n d tot
+	for pol in trim widen; do
+		local f=$OUT/walk-shape-$pol.json
+		rm -f "$f"
+		for s in ${WALK_SEED_LIST:-$(seq 1 "$WALK_SEEDS")}; do
+			n=walk-shape-$pol-$s
+			[ -s "$OUT/walk-$s.ref" ] || run "$OUT/walk-$s.ref" ref "$BUILD/walk" "$s" "$WALK_STEPS"
+			run "$OUT/$n.safe" safe env MMFOLD_SHAPE=$pol MMFOLD_STATS=1 MMFOLD_STATS_FORMAT=json \
+				MMFOLD_STATS_FILE="$f" "$BUILD/walk" "$s" "$WALK_STEPS"
+			if ! d=$(same "$n" "$OUT/walk-$s.ref" "$OUT/$n.safe" safe); then
+				[ -z "$first" ] && first="MMFOLD_SHAPE=$pol seed $s differs from no-preload run ($d)"
+			fi
+		done
+		tot=$(grep -o "\"shaped_${pol}[a-z]*ed\":[0-9]*" "$f" 2>/dev/null | cut -d: -f2 |
+			awk '{s += $1} END {print s + 0}')
+		[ -z "$first" ] && [ "$tot" -eq 0 ] && first="MMFOLD_SHAPE=$pol shaped no call in any seed ($f)"
+	done
+	if [ -n "$first" ]; then bad walk-shape "$first"; else ok walk-shape; fi
+}
+
 t_walk_stats() {
 	local f=$OUT/walk-stats.json
 	rm -f "$f"
@@ -216,11 +240,12 @@ t_broken() {
 }
 
 tests=("$@")
-[ ${#tests[@]} = 0 ] && tests=(walk walk-stats errno_matrix barrier ctor sigreentry broken sigchain
-	barrier-sigchain)
+[ ${#tests[@]} = 0 ] && tests=(walk walk-shape walk-stats errno_matrix barrier ctor sigreentry broken
+	sigchain barrier-sigchain)
 for t in "${tests[@]}"; do
 	case $t in
 	walk) t_walk ;;
+	walk-shape) t_walk_shape ;;
 	walk-stats) t_walk_stats ;;
 	errno_matrix) t_simple errno_matrix "$BUILD/errno_matrix" ;;
 	barrier) t_simple barrier "$BUILD/barrier" 1 ;;

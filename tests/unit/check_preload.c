@@ -540,6 +540,47 @@ START_TEST(lazy_barrier)
 	/* 20 RW promotions of the whole area wait; the handler's 256 do not */
 	ck_assert_int_eq(jfield(r.err, "mprotect", "deferred"), 21);
 	ck_assert_int_eq(jfield(r.err, "events", "signals_chained"), 256);
+/* ---- range shaping (tests/progs/shape.c) ---- */
+
+/* Every page's access and contents, every return value and errno and the
+ * VMA layout inside the test mappings are the same without mmfold, with
+ * MMFOLD_MODE=off and under each MMFOLD_SHAPE policy; and the forced
+ * policies really shaped (so the comparison is not of two unshaped runs),
+ * including calls that failed and fell back to the caller's call. */
+START_TEST(shape_same_pages)
+{
+	static const char *const pol[] = {"off", "trim", "widen", "auto"};
+	char *argv[] = {prog("shape"), NULL};
+	struct result ref, r;
+	run(&ref, 0, NULL, argv);
+	ck_assert_msg(ref.status == 0, "shape exited %d without mmfold:\n%s", ref.status, ref.err);
+	ck_assert_ptr_nonnull(strstr(ref.out, "eacces widen: r=-1 errno=13"));
+	const char *env_off[] = {"MMFOLD_MODE=off", NULL};
+	run(&r, 1, env_off, argv);
+	ck_assert_str_eq(r.out, ref.out);
+	for (int i = 0; i < 4; i++) {
+		char v[40];
+		snprintf(v, sizeof v, "MMFOLD_SHAPE=%s", pol[i]);
+		const char *env[] = {v, "MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
+		run(&r, 1, env, argv);
+		ck_assert_msg(r.status == 0, "%s: exit %d\n%s", v, r.status, r.err);
+		ck_assert_msg(!strcmp(r.out, ref.out), "%s: output differs from the run without mmfold:\n%s\n---- expected:\n%s",
+			      v, r.out, ref.out);
+		long tr = jfield(r.err, "events", "shaped_trimmed");
+		long wi = jfield(r.err, "events", "shaped_widened");
+		long fb = jfield(r.err, "events", "shape_fallbacks");
+		ck_assert_msg(tr >= 0 && wi >= 0 && fb >= 0, "%s: no shaping events in the report:\n%s", v, r.err);
+		if (i == 0)
+			ck_assert_msg(tr == 0 && wi == 0 && fb == 0, "MMFOLD_SHAPE=off shaped: %ld %ld %ld", tr, wi, fb);
+		if (i == 1) {
+			ck_assert_msg(tr >= 4 && wi == 0, "trim: trimmed %ld (want >= 4), widened %ld", tr, wi);
+			ck_assert_msg(jfield(r.err, "events", "shaped_pieces") > tr, "trim never split a call");
+		}
+		if (i == 2)
+			ck_assert_msg(wi >= 3 && tr == 0, "widen: widened %ld (want >= 3), trimmed %ld", wi, tr);
+		if (i == 1 || i == 2)
+			ck_assert_msg(fb >= 1, "%s: the EACCES call did not fall back", v);
+	}
 }
 END_TEST
 
@@ -558,6 +599,8 @@ static void run_script(const char *name)
 }
 
 START_TEST(script_walk) { run_script("walk"); }
+END_TEST
+START_TEST(script_walk_shape) { run_script("walk-shape"); }
 END_TEST
 START_TEST(script_errno) { run_script("errno_matrix"); }
 END_TEST
@@ -907,10 +950,16 @@ Suite *preload_suite(void)
 	tcase_add_test(z, lazy_counts);
 	tcase_add_test(z, lazy_barrier);
 	suite_add_tcase(s, z);
+	TCase *sh = tcase_create("shape");
+	tcase_add_checked_fixture(sh, setup, teardown);
+	tcase_set_timeout(sh, 120);
+	tcase_add_test(sh, shape_same_pages);
+	suite_add_tcase(s, sh);
 	TCase *d = tcase_create("differential");
 	tcase_add_checked_fixture(d, setup, teardown);
 	tcase_set_timeout(d, 300);
 	tcase_add_test(d, script_walk);
+	tcase_add_test(d, script_walk_shape);
 	tcase_add_test(d, script_errno);
 	tcase_add_test(d, script_barrier);
 	tcase_add_test(d, script_ctor);
