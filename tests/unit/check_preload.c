@@ -540,6 +540,9 @@ START_TEST(lazy_barrier)
 	/* 20 RW promotions of the whole area wait; the handler's 256 do not */
 	ck_assert_int_eq(jfield(r.err, "mprotect", "deferred"), 21);
 	ck_assert_int_eq(jfield(r.err, "events", "signals_chained"), 256);
+}
+END_TEST
+
 /* ---- range shaping (tests/progs/shape.c) ---- */
 
 /* Every page's access and contents, every return value and errno and the
