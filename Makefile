@@ -41,7 +41,7 @@ DEPS_BUILD   := gcc make pkg-config libc6-dev libunwind-dev
 DEPS_CHECK   := check libsubunit-dev libunwind-dev binutils valgrind
 DEPS_CLIENTS := luajit libgc-dev libjemalloc-dev libjemalloc2 nodejs default-jdk-headless
 
-.PHONY: all lib check check-unit check-preload check-clients check-symbols demo bench bench-thp bench-shape \
+.PHONY: all lib check check-unit check-preload check-clients check-symbols demo bench bench-thp bench-shape bench-lazy \
 	bench-bin asan tsan valgrind deps-build deps-check deps-clients install uninstall clean
 
 all: lib
@@ -134,6 +134,10 @@ demo: deps-clients $(LIB)
 
 bench: deps-clients $(LIB)
 	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/bench tools/bench.sh
+
+# Lazy mode and the batch API (tools/bench_lazy.sh; mlock needs root).
+bench-lazy: $(LIB)
+	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/bench_lazy tools/bench_lazy.sh
 
 # Large-folio benchmarks (root: switches hugepages-64kB/enabled and restores it).
 bench-thp: deps-clients $(LIB)

@@ -866,7 +866,9 @@ void mmf_reach(const struct mmf_op *op, uint64_t *s, uint64_t *e)
 
 #define LAZY_CAP 16384
 #define LAZY_GRANULE (64u << 10)
+#ifndef LAZY_DENSE
 #define LAZY_DENSE 4 /* faults in one range before the whole range is made */
+#endif
 
 static struct mmf_lazy lz_prot, lz_unlock;
 static int lazy_on; /* lazy mode, tables ready, the fault handler is ours */
@@ -1116,10 +1118,15 @@ static int lazy_fault(int sig, siginfo_t *si, void *uc)
 		return ok;
 	}
 	if (q) {
-		uint64_t gs = q->s, ge = q->e;
-		if (++q->touches < LAZY_DENSE && ge - gs > 4 * (uint64_t)LAZY_GRANULE) {
-			gs = a & ~(uint64_t)(LAZY_GRANULE - 1);
-			ge = gs + LAZY_GRANULE;
+		uint64_t gs = q->s, ge = q->e, g = LAZY_GRANULE;
+		struct mmf_rec r;
+		/* huge-page backed: a granule that does not split a PMD */
+		if (mmf_map_lookup(&map, a, &r) &&
+		    (r.a.adv_known & r.a.adv_set & MMF_ADV_HUGEPAGE))
+			g = 2u << 20;
+		if (++q->touches < LAZY_DENSE && ge - gs > 4 * g) {
+			gs = a & ~(g - 1);
+			ge = gs + g;
 			if (gs < q->s)
 				gs = q->s;
 			if (ge > q->e)
