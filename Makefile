@@ -153,7 +153,7 @@ asan: deps-check
 	$(MAKE) --no-print-directory BUILD=$(BUILD)/asan \
 	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 	  $(BUILD)/asan/check_mmfold
-	for suite in map map_fill config verify; do \
+	for suite in map map_fill lazy config verify; do \
 	  CK_FORK=no CK_RUN_SUITE=$$suite $(BUILD)/asan/check_mmfold || exit 1; done
 
 tsan: deps-check
@@ -163,6 +163,7 @@ tsan: deps-check
 	  $(BUILD)/tsan/check_mmfold
 	CK_FORK=no CK_RUN_SUITE=map CK_RUN_CASE=model TSAN_OPTIONS=halt_on_error=1 \
 	  $(BUILD)/tsan/check_mmfold
+	CK_FORK=no CK_RUN_SUITE=lazy TSAN_OPTIONS=halt_on_error=1 $(BUILD)/tsan/check_mmfold
 
 # valgrind: the unit tests, and the library itself inside programs.
 VG := valgrind -q --error-exitcode=1 --leak-check=full --suppressions=tests/valgrind.supp

@@ -1,5 +1,6 @@
 /* The lazy-mode pending table (src/lazy.c) against a per-page model. */
 #include <check.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,12 +95,72 @@ START_TEST(full)
 }
 END_TEST
 
+/* Readers (the fault handler, on any thread) never see a torn range: while
+ * a writer keeps splitting and joining ranges, every answer is one of the
+ * states the writer published. */
+static struct mmf_lazy shared;
+static int stop_readers;
+
+static void *reader(void *arg)
+{
+	long bad = 0, seen = 0;
+	(void)arg;
+	while (!__atomic_load_n(&stop_readers, __ATOMIC_RELAXED)) {
+		for (int pg = 0; pg < 16; pg++) {
+			struct mmf_pend f;
+			int r = mmf_lazy_find(&shared, BASE + pg * PG, &f);
+			if (r == 1) {
+				seen++;
+				/* state A: [0,16) want 3; state B: [0,8) want 5 and
+				 * [8,16) want 6; between them [0,8) 5 and [8,16) 3 */
+				int okA = f.s == BASE && f.e == BASE + 16 * PG && f.want == 3;
+				int okB1 = f.s == BASE && f.e == BASE + 8 * PG && f.want == 5 && pg < 8;
+				int okB2 = f.s == BASE + 8 * PG && f.e == BASE + 16 * PG && f.want == 6 &&
+					   pg >= 8;
+				int okM = f.s == BASE + 8 * PG && f.e == BASE + 16 * PG && f.want == 3 &&
+					  pg >= 8;
+				if (!okA && !okB1 && !okB2 && !okM)
+					bad++;
+			} else if (r == 0) {
+				bad++; /* the range is never absent */
+			}
+		}
+	}
+	return (void *)(bad ? -1L : seen);
+}
+
+START_TEST(concurrent_readers)
+{
+	ck_assert_int_eq(mmf_lazy_init(&shared, 64), 0);
+	ck_assert_int_eq(mmf_lazy_set(&shared, BASE, BASE + 16 * PG, 3), 0);
+	pthread_t t[2];
+	__atomic_store_n(&stop_readers, 0, __ATOMIC_RELAXED);
+	for (int i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, reader, NULL);
+	for (int i = 0; i < 200000; i++) {
+		if (i & 1) {
+			mmf_lazy_set(&shared, BASE, BASE + 16 * PG, 3);
+		} else {
+			mmf_lazy_set(&shared, BASE, BASE + 8 * PG, 5);
+			mmf_lazy_set(&shared, BASE + 8 * PG, BASE + 16 * PG, 6);
+		}
+	}
+	__atomic_store_n(&stop_readers, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < 2; i++) {
+		void *rv;
+		pthread_join(t[i], &rv);
+		ck_assert_msg((long)rv > 0, "reader saw a torn or missing range");
+	}
+}
+END_TEST
+
 Suite *lazy_suite(void)
 {
 	Suite *s = suite_create("lazy");
 	TCase *tc = tcase_create("table");
 	tcase_add_test(tc, random_ops);
 	tcase_add_test(tc, full);
+	tcase_add_test(tc, concurrent_readers);
 	suite_add_tcase(s, tc);
 	return s;
 }
