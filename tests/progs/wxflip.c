@@ -1,0 +1,208 @@
+/* A JIT's W^X flips in miniature (tests/unit/check_wx.c, tools/bench_wx.sh).
+ *
+ *   wxflip AREAS ITERS [advice] [hold=MS]
+ *
+ * Maps AREAS adjacent 64 KiB code areas between two PROT_NONE guards.  ITERS
+ * times, for each area: mprotect RW, write a function returning a value that
+ * depends on the iteration, mprotect RX, call it.  Then, with every area RX,
+ * prints the VMAs over the areas ("vma" lines), probes every area (read,
+ * write, execute, each caught by a SIGSEGV handler) and its contents; makes
+ * the even areas RW and probes again.
+ *   advice: the program gives its own readahead advice first
+ *           (MADV_SEQUENTIAL on area 0) and halfway (MADV_NORMAL on area 1),
+ *           and prints the readahead VmFlags of both at the end ("ra" lines).
+ *   hold=MS: sleep MS milliseconds before exiting (for a sampler).
+ * WXFLIP_BASE_FILE=path: the areas' start address is written there (hex)
+ * before the first flip.
+ * Output is the same with and without mmfold except the "vma" lines. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define AREA (64 * 1024)
+
+static char *base;
+static int nareas;
+static sigjmp_buf jb;
+
+static void on_segv(int sig)
+{
+	(void)sig;
+	siglongjmp(jb, 1);
+}
+
+/* Writes a function returning v at p (the area is RW). */
+static void emit(unsigned char *p, uint32_t v)
+{
+#if defined(__x86_64__)
+	p[0] = 0xb8; /* mov eax, imm32 */
+	memcpy(p + 1, &v, 4);
+	p[5] = 0xc3; /* ret */
+#elif defined(__aarch64__)
+	uint32_t ins[2] = {0x52800000u | ((v & 0xffffu) << 5), 0xd65f03c0u}; /* movz w0; ret */
+	memcpy(p, ins, sizeof ins);
+	__builtin___clear_cache((char *)p, (char *)p + sizeof ins);
+#else
+#error "wxflip: x86_64 or aarch64 only"
+#endif
+}
+
+static void flip(char *a, int prot)
+{
+	if (mprotect(a, AREA, prot) != 0) {
+		perror("mprotect");
+		exit(2);
+	}
+}
+
+/* "r", "w", "x" or "-" for each access to the first byte of area i. */
+static void probe(int i)
+{
+	volatile unsigned char *p = (volatile unsigned char *)(base + (size_t)i * AREA);
+	volatile char res[4] = "---";
+	volatile unsigned char v = 0;
+	if (!sigsetjmp(jb, 1)) {
+		v = p[0];
+		res[0] = 'r';
+	}
+	if (!sigsetjmp(jb, 1)) {
+		p[0] = v;
+		res[1] = 'w';
+	}
+	if (!sigsetjmp(jb, 1)) {
+		int (*fn)(void) = (int (*)(void))(uintptr_t)p;
+		(void)fn();
+		res[2] = 'x';
+	}
+	unsigned long sum = 0;
+	if (res[0] == 'r')
+		for (int k = 0; k < AREA; k++)
+			sum = sum * 31 + p[k];
+	printf("probe %d %c%c%c %lx\n", i, res[0], res[1], res[2], sum);
+}
+
+/* The /proc/self/maps lines over the areas, clipped, offsets in KiB. */
+static void vmas(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int n = 0;
+	uintptr_t lo = (uintptr_t)base, hi = lo + (uintptr_t)nareas * AREA;
+	while (f && fgets(line, sizeof line, f)) {
+		uintptr_t s, e;
+		char perms[8];
+		if (sscanf(line, "%lx-%lx %7s", &s, &e, perms) != 3 || e <= lo || s >= hi)
+			continue;
+		s = s < lo ? lo : s;
+		e = e > hi ? hi : e;
+		printf("vma %lu %lu %s\n", (unsigned long)(s - lo) >> 10, (unsigned long)(e - lo) >> 10, perms);
+		n++;
+	}
+	if (f)
+		fclose(f);
+	printf("vma count %d\n", n);
+}
+
+/* The readahead flags (rr, sr) of the VMA at p from /proc/self/smaps. */
+static void ra_flags(int i)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	int in = 0;
+	uintptr_t a = (uintptr_t)base + (uintptr_t)i * AREA;
+	const char *ra = "?";
+	while (f && fgets(line, sizeof line, f)) {
+		uintptr_t s, e;
+		if (sscanf(line, "%lx-%lx ", &s, &e) == 2) {
+			in = s <= a && a < e;
+			continue;
+		}
+		if (in && !strncmp(line, "VmFlags:", 8))
+			ra = strstr(line, " sr") ? "sr" : strstr(line, " rr") ? "rr" : "-";
+	}
+	if (f)
+		fclose(f);
+	printf("ra %d %s\n", i, ra);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 3) {
+		fprintf(stderr, "usage: wxflip AREAS ITERS [advice] [hold=MS]\n");
+		return 2;
+	}
+	nareas = atoi(argv[1]);
+	long iters = atol(argv[2]);
+	int advice = 0, hold = 0;
+	for (int i = 3; i < argc; i++) {
+		if (!strcmp(argv[i], "advice"))
+			advice = 1;
+		else if (!strncmp(argv[i], "hold=", 5))
+			hold = atoi(argv[i] + 5);
+	}
+	if (nareas < 1 || nareas > 64 || iters < 1)
+		return 2;
+	char *g = mmap(NULL, (size_t)(nareas + 2) * AREA, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (g == MAP_FAILED)
+		return 2;
+	base = g + AREA;
+	if (mprotect(base, (size_t)nareas * AREA, PROT_READ | PROT_WRITE) != 0)
+		return 2;
+	const char *bf = getenv("WXFLIP_BASE_FILE");
+	if (bf) {
+		FILE *f = fopen(bf, "w");
+		if (f) {
+			fprintf(f, "%lx %lx\n", (unsigned long)(uintptr_t)base,
+				(unsigned long)((uintptr_t)base + (uintptr_t)nareas * AREA));
+			fclose(f);
+		}
+	}
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_segv;
+	sa.sa_flags = SA_NODEFER;
+	sigaction(SIGSEGV, &sa, NULL);
+	if (advice)
+		madvise(base, AREA, MADV_SEQUENTIAL);
+
+	unsigned long sum = 0;
+	for (long it = 0; it < iters; it++) {
+		if (advice && nareas > 1 && it == iters / 2)
+			madvise(base + AREA, AREA, MADV_NORMAL);
+		for (int a = 0; a < nareas; a++) {
+			char *p = base + (size_t)a * AREA;
+			flip(p, PROT_READ | PROT_WRITE);
+			emit((unsigned char *)p + (it % 64) * 64, (uint32_t)((it * 31 + a) & 0x7fff));
+			flip(p, PROT_READ | PROT_EXEC);
+			int (*fn)(void) = (int (*)(void))(uintptr_t)(p + (it % 64) * 64);
+			sum += (unsigned)fn();
+		}
+	}
+	printf("flips %ld sum %lu\n", iters * nareas * 2, sum);
+	vmas();
+	for (int a = 0; a < nareas; a++)
+		probe(a);
+	for (int a = 0; a < nareas; a += 2)
+		flip(base + (size_t)a * AREA, PROT_READ | PROT_WRITE);
+	for (int a = 0; a < nareas; a++)
+		probe(a);
+	if (advice) {
+		ra_flags(0);
+		if (nareas > 1)
+			ra_flags(1);
+	}
+	fflush(stdout);
+	if (hold) {
+		struct timespec ts = {hold / 1000, (hold % 1000) * 1000000L};
+		nanosleep(&ts, NULL);
+	}
+	return 0;
+}
