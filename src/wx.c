@@ -230,6 +230,10 @@ void mmf_wx_before(const struct mmf_op *op)
 			continue;
 		for (int j = 0; j < n; j++)
 			if (x->s < e[j] && s[j] < x->e) {
+				/* an munmap of all of it needs no protection back
+				 * (mmf_wx_after puts it back if the munmap fails) */
+				if (op->kind == MMF_K_MUNMAP && s[j] <= x->s && x->e <= e[j])
+					break;
 				if (x->state == ST_RELAXED)
 					end_relax(x);
 				else
@@ -399,15 +403,31 @@ void mmf_wx_after(const struct mmf_op *op, long r)
 			}
 		return;
 	}
-	if (!nused || is_err_r(r))
+	if (!nused)
 		return;
 	int n = touched(op, s, e);
+	if (op->kind == MMF_K_MUNMAP && r != 0) {
+		/* Still mapped and still RWX: what the program asked for last. */
+		for (int i = 0; i < WX_MAX; i++)
+			if (n && tab[i].state == ST_RELAXED && s[0] <= tab[i].s && tab[i].e <= e[0]) {
+				if (mmf_sys6(SYS_mprotect, (long)tab[i].s, (long)(tab[i].e - tab[i].s),
+					     tab[i].last, 0, 0, 0) != 0)
+					mmf_map_forget(env.map, tab[i].s, tab[i].e);
+				mmf_event(MMF_E_WX_ENDED);
+				drop(&tab[i]);
+			}
+		return;
+	}
+	if (is_err_r(r))
+		return;
 	if (op->kind == MMF_K_MREMAP && !is_err_r(r) && n < 2 &&
 	    span((uint64_t)r, (uint64_t)op->a[2], &s[n], &e[n]))
 		n++;
 	for (int i = 0; i < WX_MAX; i++)
 		for (int j = 0; j < n; j++)
 			if (tab[i].state != ST_FREE && tab[i].s < e[j] && s[j] < tab[i].e) {
+				if (tab[i].state == ST_RELAXED)
+					mmf_event(MMF_E_WX_ENDED);
 				drop(&tab[i]);
 				break;
 			}

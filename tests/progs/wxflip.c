@@ -12,6 +12,9 @@
  *           (MADV_SEQUENTIAL on area 0) and halfway (MADV_NORMAL on area 1),
  *           and prints the readahead VmFlags of both at the end ("ra" lines).
  *   hold=MS: sleep MS milliseconds before exiting (for a sampler).
+ *   deny_rwx: first install a seccomp filter that fails mprotect and
+ *           pkey_mprotect to PROT_READ|PROT_WRITE|PROT_EXEC with EACCES, as
+ *           SELinux does without execmem.
  * WXFLIP_BASE_FILE=path: the areas' start address is written there (hex)
  * before the first flip.
  * Output is the same with and without mmfold except the "vma" lines. */
@@ -23,7 +26,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -133,6 +141,24 @@ static void ra_flags(int i)
 	printf("ra %d %s\n", i, ra);
 }
 
+/* mprotect/pkey_mprotect(..., RWX) -> EACCES, everything else allowed. */
+static int deny_rwx(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mprotect, 1, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_pkey_mprotect, 0, 3),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[2])),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PROT_READ | PROT_WRITE | PROT_EXEC, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | 13 /* EACCES */),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {sizeof f / sizeof f[0], f};
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		return -1;
+	return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
@@ -147,6 +173,10 @@ int main(int argc, char **argv)
 			advice = 1;
 		else if (!strncmp(argv[i], "hold=", 5))
 			hold = atoi(argv[i] + 5);
+		else if (!strcmp(argv[i], "deny_rwx") && deny_rwx() != 0) {
+			perror("seccomp");
+			return 3;
+		}
 	}
 	if (nareas < 1 || nareas > 64 || iters < 1)
 		return 2;
