@@ -348,10 +348,14 @@ static struct ent *alloc_ent(void)
 
 static void count_flip(uint64_t s, uint64_t e, int prot)
 {
+	struct ent *x = find_exact(s, e);
+	/* Following starts at an RX request: programs that only toggle RW
+	 * and read-only (GC write barriers) cost a lookup, nothing more. */
+	if (!x && prot != RX)
+		return;
 	/* owned, unsealed, wholly known, and now prot: the record is the truth */
 	if (!proven(s, e, MMF_Q_PROT, (uint8_t)prot, 0))
 		return;
-	struct ent *x = find_exact(s, e);
 	if (!x) {
 		x = alloc_ent();
 		if (!x)

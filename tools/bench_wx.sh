@@ -7,7 +7,7 @@
 #   relax  LD_PRELOAD=$MMFOLD_LIB MMFOLD_WX=relax
 #   wxoff  LD_PRELOAD=$MMFOLD_LIB MMFOLD_WX=off (safe mode without the W^X
 #          part: shows what keep itself changes)
-# Each cell: median (min-max) of wall and system time (/usr/bin/time), and
+# Each cell: median (min-max) of wall, user and system time (/usr/bin/time), and
 # the mprotect calls that reached the kernel (mmfold's statistics; for none
 # from one extra untimed run with MMFOLD_MODE=off, which forwards all).
 # Outputs of every run must be identical to the first none run, else FAIL.
@@ -70,8 +70,8 @@ REPORT=$BUILD/bench_wx.md
 	echo
 	echo "BENCH_REPS=$REPS, configurations alternating: ${CONFIGS[*]}; median (min-max)."
 	echo
-	echo "| workload | config | wall s | system s | mprotect calls | to kernel | wall vs none |"
-	echo "|---|---|---:|---:|---:|---:|---:|"
+	echo "| workload | config | wall s | user s | system s | mprotect calls | to kernel | wall vs none |"
+	echo "|---|---|---:|---:|---:|---:|---:|---:|"
 } >"$REPORT"
 status=0
 for w in "${ONLY[@]}"; do
@@ -86,14 +86,14 @@ for w in "${ONLY[@]}"; do
 			base=$BUILD/raw/$w.$c.$r
 			stats=()
 			[[ $c != none ]] && stats=(MMFOLD_STATS=1 MMFOLD_STATS_FORMAT=json MMFOLD_STATS_FILE="$base.json")
-			/usr/bin/time -f "%e %S" -o "$base.time" env "${CLEAN[@]}" "${ENVS[@]}" "${stats[@]}" \
+			/usr/bin/time -f "%e %S %U" -o "$base.time" env "${CLEAN[@]}" "${ENVS[@]}" "${stats[@]}" \
 				"${CMD[@]}" >"$base.out"
 			if [[ -f $BUILD/raw/$w.none.1.out ]] && ! cmp -s "$base.out" "$BUILD/raw/$w.none.1.out" &&
 				[[ $c != none || $r != 1 ]]; then
 				echo "FAIL: $w $c round $r: output differs from none" >&2
 				status=1
 			fi
-			echo "$w $c $r: $(cat "$base.time") s (wall, sys)" >&2
+			echo "$w $c $r: $(cat "$base.time") s (wall, sys, user)" >&2
 		done
 	done
 	calls=$(jget "$BUILD/raw/$w.count.json" calls)
@@ -101,6 +101,7 @@ for w in "${ONLY[@]}"; do
 	for c in "${CONFIGS[@]}"; do
 		wall=$(for f in "$BUILD/raw/$w.$c."*.time; do cut -d' ' -f1 "$f"; done)
 		sys=$(for f in "$BUILD/raw/$w.$c."*.time; do cut -d' ' -f2 "$f"; done)
+		user=$(for f in "$BUILD/raw/$w.$c."*.time; do cut -d' ' -f3 "$f"; done)
 		if [[ $c == none ]]; then
 			fwd=$calls
 		else
@@ -108,7 +109,7 @@ for w in "${ONLY[@]}"; do
 		fi
 		med=$(echo "$wall" | median)
 		ratio=$(awk -v a="$none_wall" -v b="$med" 'BEGIN {if (b > 0) printf "%.2fx", a / b; else print "-"}')
-		echo "| $w | $c | $(echo "$wall" | stat3) | $(echo "$sys" | stat3) | $calls | $fwd | $ratio |" >>"$REPORT"
+		echo "| $w | $c | $(echo "$wall" | stat3) | $(echo "$user" | stat3) | $(echo "$sys" | stat3) | $calls | $fwd | $ratio |" >>"$REPORT"
 	done
 done
 cat "$REPORT"
