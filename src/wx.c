@@ -133,11 +133,16 @@ int mmf_wx_pre(const struct mmf_op *op)
 
 static struct ent *find_exact(uint64_t s, uint64_t e)
 {
+	static int hit; /* flips come in pairs on the same range */
 	if (!nused)
 		return NULL;
+	if (tab[hit].state != ST_FREE && tab[hit].s == s && tab[hit].e == e)
+		return &tab[hit];
 	for (int i = 0; i < WX_MAX; i++)
-		if (tab[i].state != ST_FREE && tab[i].s == s && tab[i].e == e)
+		if (tab[i].state != ST_FREE && tab[i].s == s && tab[i].e == e) {
+			hit = i;
 			return &tab[i];
+		}
 	return NULL;
 }
 
