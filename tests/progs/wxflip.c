@@ -11,6 +11,11 @@
  *   advice: the program gives its own readahead advice first
  *           (MADV_SEQUENTIAL on area 0) and halfway (MADV_NORMAL on area 1),
  *           and prints the readahead VmFlags of both at the end ("ra" lines).
+ *   end:    instead of the probes above, calls that end a relaxation (or
+ *           undo keep's advice), each followed by probes ("end" lines):
+ *           mremap of areas 2-3 (one VMA without mmfold), munmap of them,
+ *           mprotect of area 0 to R, of half of area 1 to RW, then X, RWX,
+ *           RX.  Needs 4 areas.
  *   hold=MS: sleep MS milliseconds before exiting (for a sampler).
  *   deny_rwx: first install a seccomp filter that fails mprotect and
  *           pkey_mprotect to PROT_READ|PROT_WRITE|PROT_EXEC with EACCES, as
@@ -19,6 +24,7 @@
  * before the first flip.
  * Output is the same with and without mmfold except the "vma" lines. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -71,10 +77,11 @@ static void flip(char *a, int prot)
 	}
 }
 
-/* "r", "w", "x" or "-" for each access to the first byte of area i. */
-static void probe(int i)
+/* "r", "w", "x" or "-" for each access to the first byte at p, and a
+ * checksum of the 32 KiB there when readable. */
+static void probe_at(const char *label, char *at, int len)
 {
-	volatile unsigned char *p = (volatile unsigned char *)(base + (size_t)i * AREA);
+	volatile unsigned char *p = (volatile unsigned char *)at;
 	volatile char res[4] = "---";
 	volatile unsigned char v = 0;
 	if (!sigsetjmp(jb, 1)) {
@@ -92,9 +99,39 @@ static void probe(int i)
 	}
 	unsigned long sum = 0;
 	if (res[0] == 'r')
-		for (int k = 0; k < AREA; k++)
+		for (int k = 0; k < len; k++)
 			sum = sum * 31 + p[k];
-	printf("probe %d %c%c%c %lx\n", i, res[0], res[1], res[2], sum);
+	printf("probe %s %c%c%c %lx\n", label, res[0], res[1], res[2], sum);
+}
+
+static void probe(int i)
+{
+	char label[16];
+	snprintf(label, sizeof label, "%d", i);
+	probe_at(label, base + (size_t)i * AREA, AREA);
+}
+
+/* After the flips (every area RX): calls that must end a relaxation or
+ * undo keep's advice, each followed by probes.  Needs 4 areas. */
+static void end_ops(void)
+{
+	char *dest = mmap(NULL, 2 * AREA, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *r = mremap(base + 2 * AREA, 2 * AREA, 2 * AREA, MREMAP_MAYMOVE | MREMAP_FIXED, dest);
+	printf("end mremap of areas 2-3 %s\n", r == dest ? "ok" : strerror(errno));
+	probe_at("moved2", dest, AREA);
+	probe_at("moved3", dest + AREA, AREA);
+	printf("end munmap %d\n", munmap(dest, 2 * AREA));
+	printf("end mprotect 0 R %d\n", mprotect(base, AREA, PROT_READ));
+	probe_at("0", base, AREA);
+	printf("end mprotect 1 half RW %d\n", mprotect(base + AREA, AREA / 2, PROT_READ | PROT_WRITE));
+	probe_at("1a", base + AREA, AREA / 2);
+	probe_at("1b", base + AREA + AREA / 2, AREA / 2);
+	printf("end mprotect 1b X %d\n", mprotect(base + AREA + AREA / 2, AREA / 2, PROT_EXEC));
+	probe_at("1b", base + AREA + AREA / 2, 0);
+	printf("end mprotect 1a RWX %d\n",
+	       mprotect(base + AREA, AREA / 2, PROT_READ | PROT_WRITE | PROT_EXEC));
+	printf("end mprotect 1a RX %d\n", mprotect(base + AREA, AREA / 2, PROT_READ | PROT_EXEC));
+	probe_at("1a", base + AREA, AREA / 2);
 }
 
 /* The /proc/self/maps lines over the areas, clipped, offsets in KiB. */
@@ -167,10 +204,12 @@ int main(int argc, char **argv)
 	}
 	nareas = atoi(argv[1]);
 	long iters = atol(argv[2]);
-	int advice = 0, hold = 0;
+	int advice = 0, hold = 0, end = 0;
 	for (int i = 3; i < argc; i++) {
 		if (!strcmp(argv[i], "advice"))
 			advice = 1;
+		else if (!strcmp(argv[i], "end"))
+			end = 1;
 		else if (!strncmp(argv[i], "hold=", 5))
 			hold = atoi(argv[i] + 5);
 		else if (!strcmp(argv[i], "deny_rwx") && deny_rwx() != 0) {
@@ -217,6 +256,11 @@ int main(int argc, char **argv)
 		}
 	}
 	printf("flips %ld sum %lu\n", iters * nareas * 2, sum);
+	if (end && nareas == 4) {
+		end_ops();
+		vmas();
+		return 0;
+	}
 	vmas();
 	for (int a = 0; a < nareas; a++)
 		probe(a);

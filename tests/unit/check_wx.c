@@ -8,7 +8,8 @@
  *   relax: the areas are rwx, exactly 21 mprotect calls reach the kernel,
  *          the computed output is the same; where the kernel refuses RWX
  *          (a seccomp filter standing in for SELinux execmem) every flip
- *          is forwarded and nothing else changes. */
+ *          is forwarded and nothing else changes; mremap, munmap and other
+ *          mprotects end a relaxation exactly. */
 #include <check.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -326,6 +327,38 @@ START_TEST(relax_refused_falls_back)
 }
 END_TEST
 
+/* Calls that end a relaxation, or meet keep's advice, give exactly what
+ * they give without mmfold: an mremap of two adjacent areas (one VMA
+ * without mmfold: keep must not make it fail with EFAULT), munmap,
+ * mprotect to R, of half an area to RW, to PROT_EXEC, to RWX and back to
+ * RX; the probes after each are those of MMFOLD_MODE=off, and no rwx
+ * mapping is left once the relaxation has ended. */
+START_TEST(end_relaxation_exact)
+{
+	const char *args[] = {AREAS, "200", "end", NULL};
+	const char *off[] = {"MMFOLD_MODE=off", NULL};
+	const char *keep[] = {"MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
+	const char *relax[] = {"MMFOLD_WX=relax", "MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
+	static char x[16384], y[16384];
+	run(&a, 1, off, args);
+	ck_assert_int_eq(a.status, 0);
+	ck_assert_msg(strstr(a.out, "end mremap of areas 2-3 ok\n"), "%s", a.out);
+	without(a.out, "vma", x, sizeof x);
+	run(&b, 1, keep, args);
+	ck_assert_int_eq(b.status, 0);
+	ck_assert_int_eq(jfield(b.err, NULL, "wx_kept_apart"), 4);
+	without(b.out, "vma", y, sizeof y);
+	ck_assert_str_eq(x, y);
+	run(&b, 1, relax, args);
+	ck_assert_int_eq(b.status, 0);
+	ck_assert_int_eq(jfield(b.err, NULL, "wx_relaxed"), 4);
+	ck_assert_int_eq(jfield(b.err, NULL, "wx_relax_ended"), 4);
+	without(b.out, "vma", y, sizeof y);
+	ck_assert_str_eq(x, y);
+	ck_assert_msg(!strstr(b.out, "rwx"), "rwx left after the relaxations ended:\n%s", b.out);
+}
+END_TEST
+
 Suite *wx_suite(void)
 {
 	Suite *s = suite_create("wx");
@@ -337,6 +370,7 @@ Suite *wx_suite(void)
 	tcase_add_test(tc, keep_program_advice_wins);
 	tcase_add_test(tc, relax_rwx_few_calls);
 	tcase_add_test(tc, relax_refused_falls_back);
+	tcase_add_test(tc, end_relaxation_exact);
 	suite_add_tcase(s, tc);
 	return s;
 }
