@@ -29,7 +29,7 @@ UNWIND_CFLAGS = $(shell $(PKG_CONFIG) --cflags libunwind 2>/dev/null)
 
 ENGINE_SRC  := src/sys.c src/map.c src/fmt.c src/config.c src/stats.c src/engine.c \
 	       src/report.c src/verify.c src/folio.c src/batch.c src/lazy.c src/sigchain.c \
-	       src/sigrestore.S src/profile.c src/shape.c
+	       src/sigrestore.S src/profile.c src/shape.c src/wx.c
 PRELOAD_SRC := preload/next.c preload/init.c preload/mman.c preload/madvise.c \
 	       preload/mlock.c preload/misc.c preload/syscall.c preload/batch.c preload/signal.c \
 	       preload/io.c preload/unwind.c
@@ -41,7 +41,7 @@ DEPS_BUILD   := gcc make pkg-config libc6-dev libunwind-dev
 DEPS_CHECK   := check libsubunit-dev libunwind-dev binutils valgrind
 DEPS_CLIENTS := luajit libgc-dev libjemalloc-dev libjemalloc2 nodejs default-jdk-headless
 
-.PHONY: all lib check check-unit check-preload check-clients check-symbols demo bench bench-thp bench-shape bench-lazy \
+.PHONY: all lib check check-unit check-preload check-clients check-symbols demo bench bench-thp bench-shape bench-lazy bench-wx \
 	bench-bin asan tsan valgrind deps-build deps-check deps-clients install uninstall clean
 
 all: lib
@@ -147,6 +147,10 @@ bench-thp: deps-clients $(LIB)
 # switches hugepages-64kB/enabled for the 64k rows and restores it).
 bench-shape: $(LIB)
 	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/bench_shape tools/bench_shape.sh
+
+# W^X flips: none / MMFOLD_WX=keep / relax / off alternating (LuaJIT, wxflip).
+bench-wx: deps-clients $(LIB)
+	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/bench_wx tools/bench_wx.sh
 
 # Sanitizer and valgrind runs of the unit tests.
 asan: deps-check

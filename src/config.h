@@ -11,6 +11,7 @@ enum { MMF_THP_OFF, MMF_THP_AUTO, MMF_THP_ADVISE };
 enum { MMF_SIGCHAIN_AUTO, MMF_SIGCHAIN_ON };
 /* MMFOLD_SHAPE: trim and widen force that shape wherever it is allowed. */
 enum { MMF_SHAPE_OFF, MMF_SHAPE_AUTO, MMF_SHAPE_TRIM, MMF_SHAPE_WIDEN };
+enum { MMF_WX_KEEP, MMF_WX_RELAX, MMF_WX_OFF };
 /* MMFOLD_ALIGN: a size in bytes, or one of these. */
 #define MMF_ALIGN_AUTO (-1L)
 #define MMF_ALIGN_OFF 0L
@@ -36,6 +37,7 @@ enum { MMF_SHAPE_OFF, MMF_SHAPE_AUTO, MMF_SHAPE_TRIM, MMF_SHAPE_WIDEN };
 	X(PROFILE, "MMFOLD_PROFILE", 'I', 0, 0, 1000, NULL)                    \
 	X(PROFILE_DEPTH, "MMFOLD_PROFILE_DEPTH", 'I', 16, 1, 64, NULL)         \
 	X(SHAPE, "MMFOLD_SHAPE", 'E', MMF_SHAPE_AUTO, 0, 0, "off|auto|trim|widen") \
+	X(WX, "MMFOLD_WX", 'E', MMF_WX_KEEP, 0, 0, "keep|relax|off")           \
 	X(LIB, "MMFOLD_LIB", 'S', 0, 0, 0, NULL) /* for the tools: not used here */
 
 enum {

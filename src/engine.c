@@ -34,6 +34,7 @@
 #include "profile.h"
 #include "shape.h"
 #include "sys.h"
+#include "wx.h"
 
 #ifndef MLOCK_ONFAULT
 #define MLOCK_ONFAULT 1
@@ -217,6 +218,13 @@ void mmf_early_init(void)
 	if (mode != MMF_MODE_OFF && mmf_map_init(&map) != 0) {
 		mmf_log(0, "mmfold: cannot map memory for the shadow map; forwarding everything");
 		mode = MMF_MODE_OFF;
+	}
+	if (mode == MMF_MODE_SAFE && cfg.v[MMF_OPT_WX] != MMF_WX_OFF) {
+		if (!folio.nsizes && cfg.v[MMF_OPT_THP] != MMF_THP_OFF)
+			mmf_folio_probe(&folio);
+		struct mmf_wx_env we = {&map, page, (int)cfg.v[MMF_OPT_WX], thp_active,
+					&thp_disabled, &mdwe, &folio};
+		mmf_wx_init(&we);
 	}
 	if (cfg.v[MMF_OPT_LOG] >= 2) {
 		char buf[200];
@@ -1265,8 +1273,22 @@ static long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 	uint64_t s, e;
 	struct mmf_want w;
 	struct mmf_hint hint = {NULL, 0, 0, 0, 0};
+	/* W^X (wx.c): a flip of a range relaxed to RWX is answered here;
+	 * any other mprotect on it is forwarded without the skip question. */
+	int wx = k == MMF_K_MPROTECT && mode == MMF_MODE_SAFE ? mmf_wx_pre(op) : MMF_WX_NONE;
+	if (wx == MMF_WX_TRY_SKIP) {
+		wenter();
+		int skip = mmf_wx_skip(op);
+		wleave();
+		if (skip) {
+			mmf_stat_add(t, k, MMF_S_SKIPPED, 1);
+			if (tracing)
+				trace(op, "skipped (relaxed)", 0);
+			return 0;
+		}
+	}
 	int shape = 0; /* a change on known memory: range shaping may apply */
-	if (question(op, &s, &e, &w)) {
+	if (wx == MMF_WX_NONE && question(op, &s, &e, &w)) {
 		int v = mmf_map_check_hint(&map, s, e, &w, &hint);
 		shape = v == MMF_CHANGE && mode >= MMF_MODE_SAFE && w.what != MMF_Q_LOCK;
 		if (v == MMF_NOOP_PROVEN && op->kind == MMF_K_MLOCK && !mlock_permitted())
@@ -1301,8 +1323,11 @@ static long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 		} else if (v == MMF_BUSY) {
 			mmf_event(MMF_E_BUSY);
 		}
-	} else if (k == MMF_K_MADVISE) {
-		/* Advice that changes no tracked flag: no record, no lock. */
+	} else if (k == MMF_K_MADVISE &&
+		   !(((int)op->a[2] == MADV_NORMAL || (int)op->a[2] == MADV_RANDOM ||
+		      (int)op->a[2] == MADV_SEQUENTIAL) && mmf_wx_tracks_readahead())) {
+		/* Advice that changes no tracked flag: no record, no lock
+		 * (readahead advice is tracked while wx.c keeps areas apart). */
 		switch ((int)op->a[2]) {
 		case MADV_DONTNEED: case MADV_FREE: case MADV_WILLNEED: case MADV_COLD:
 		case MADV_PAGEOUT: case MADV_NORMAL: case MADV_RANDOM: case MADV_SEQUENTIAL:
@@ -1314,6 +1339,8 @@ static long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 	uint64_t align = (k == MMF_K_MMAP && mode >= MMF_MODE_SAFE) ? align_plan(op) : 0;
 	wenter();
 	long r;
+	if (mode == MMF_MODE_SAFE)
+		mmf_wx_before(op);
 	if (align)
 		r = mmap_aligned(op, t, align);
 	else if (shape && mmf_shape_forward(&map, op, s, e, &w, t, forward, &r))
@@ -1321,6 +1348,8 @@ static long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 	else if (!(k == MMF_K_MREMAP && mode >= MMF_MODE_SAFE && mremap_aligned(op, t, &r)))
 		r = forward(op, t, asked);
 	record(op, r, &hint);
+	if (mode == MMF_MODE_SAFE)
+		mmf_wx_after(op, r);
 	wleave();
 	if (tracing)
 		trace(op, "forwarded", r);

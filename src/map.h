@@ -30,7 +30,7 @@ enum {
 	MMF_ADV_DONTFORK = 1u << 2,   /* MADV_DONTFORK   / MADV_DOFORK */
 	MMF_ADV_DONTDUMP = 1u << 3,   /* MADV_DONTDUMP   / MADV_DODUMP */
 	MMF_ADV_WIPEONFORK = 1u << 4, /* MADV_WIPEONFORK / MADV_KEEPONFORK */
-	MMF_ADV_ALL = 0x1f,
+	MMF_ADV_ALL = 0x9f, /* the above and MMF_ADV_WX: known for a new anonymous mapping */
 	/* Not a VMA flag: MADV_HUGEPAGE here was mmfold's own advice (so a
 	 * MAP_FIXED commit inside it gets the advice again). */
 	MMF_ADV_OURS = 1u << 5,
@@ -38,6 +38,13 @@ enum {
 	 * (lazy mode defers promotions only there: the kernel cannot refuse
 	 * them for a file's reasons). */
 	MMF_ADV_ANON = 1u << 6,
+	/* Not a VMA flag: readahead advice and W^X state (wx.c).  Known and
+	 * clear: nobody gave the range readahead advice (mmfold may add its
+	 * own); known and set: mmfold manages it as a W^X flipping area (keep:
+	 * its MADV_RANDOM/SEQUENTIAL keeps the range in a VMA of its own;
+	 * relax: mmfold made it RWX); unknown: the program gave readahead
+	 * advice itself, or mmfold lost track: hands off. */
+	MMF_ADV_WX = 1u << 7,
 };
 
 /* What is known about one range.  prot, lock, sealed and pkey may be

@@ -69,7 +69,14 @@ enum {
 	X(SHAPED_TRIMMED_BYTES, "shaped_trimmed_bytes") /* bytes left out */    \
 	X(SHAPED_PIECES, "shaped_pieces")   /* system calls the shaped calls made */ \
 	X(SHAPE_FALLBACK, "shape_fallbacks") /* a shaped call failed: the      \
-						caller's call was forwarded */
+						caller's call was forwarded */ \
+	X(WX_KEPT, "wx_kept_apart")       /* flipping areas given their own VMA */ \
+	X(WX_THP, "wx_thp_advised")       /* flipping areas given MADV_HUGEPAGE */ \
+	X(WX_PROGRAM, "wx_program_advice") /* left alone: the program's advice */ \
+	X(WX_RELAXED, "wx_relaxed")       /* flipping areas mapped RWX once */  \
+	X(WX_SKIPPED, "wx_flips_skipped") /* RW/RX flips answered on them */    \
+	X(WX_ENDED, "wx_relax_ended")     /* relaxations ended by another call */ \
+	X(WX_REFUSED, "wx_rwx_refused")   /* the kernel refused RWX: forwarding */
 
 enum {
 #define X(id, name, ...) MMF_E_##id,

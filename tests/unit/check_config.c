@@ -84,6 +84,9 @@ START_TEST(good_values)
 		{"MMFOLD_PROFILE=10", MMF_OPT_PROFILE, 10},
 		{"MMFOLD_PROFILE_DEPTH=1", MMF_OPT_PROFILE_DEPTH, 1},
 		{"MMFOLD_PROFILE_DEPTH=64", MMF_OPT_PROFILE_DEPTH, 64},
+		{"MMFOLD_WX=relax", MMF_OPT_WX, MMF_WX_RELAX},
+		{"MMFOLD_WX=KEEP", MMF_OPT_WX, MMF_WX_KEEP},
+		{"MMFOLD_WX=off", MMF_OPT_WX, MMF_WX_OFF},
 	};
 	for (unsigned i = 0; i < sizeof t / sizeof t[0]; i++) {
 		ck_assert_msg(parse1(&c, t[i].kv, &l) == 0, "%s: %s", t[i].kv, l.last);
@@ -138,6 +141,9 @@ START_TEST(bad_values)
 		{"MMFOLD_PROFILE_DEPTH=0", "out of range 1..64", "using 16", MMF_OPT_PROFILE_DEPTH, 16},
 		{"MMFOLD_PROFILE_DEPTH=65", "out of range 1..64", "using 16", MMF_OPT_PROFILE_DEPTH, 16},
 		{"MMFOLD_PROFILE_DEPTH=8k", "not a number", "using 16", MMF_OPT_PROFILE_DEPTH, 16},
+		{"MMFOLD_WX=rwx", "MMFOLD_WX", "using keep", MMF_OPT_WX, MMF_WX_KEEP},
+		{"MMFOLD_WX=", "MMFOLD_WX", "using keep", MMF_OPT_WX, MMF_WX_KEEP},
+		{"MMFOLD_WX=1", "MMFOLD_WX", "using keep", MMF_OPT_WX, MMF_WX_KEEP},
 	};
 	for (unsigned i = 0; i < sizeof t / sizeof t[0]; i++) {
 		ck_assert_int_eq(parse1(&c, t[i].kv, &l), 1);

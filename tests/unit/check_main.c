@@ -31,6 +31,7 @@ static Suite *(*const all_suites[])(void) = {
 	preload_suite,
 	sigchain_suite,
 	tools_suite,
+	wx_suite,
 };
 
 int main(void)

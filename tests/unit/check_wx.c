@@ -1,0 +1,376 @@
+/* W^X flips under the preload (src/wx.c): tests/progs/wxflip flips four
+ * adjacent 64 KiB code areas RW<->RX and runs code in them.
+ *   keep:  no mapping is ever writable and executable (a sampler reads
+ *          /proc/PID/maps while it flips), the areas end as four VMAs where
+ *          the kernel alone makes one, and everything the program can probe
+ *          (SIGSEGV on read/write/execute, contents) is as with
+ *          MMFOLD_MODE=off; the program's own readahead advice wins.
+ *   relax: the areas are rwx, exactly 21 mprotect calls reach the kernel,
+ *          the computed output is the same; where the kernel refuses RWX
+ *          (a seccomp filter standing in for SELinux execmem) every flip
+ *          is forwarded and nothing else changes; mremap, munmap and other
+ *          mprotects end a relaxation exactly. */
+#include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "suites.h"
+
+#define AREAS "4"
+
+static const char *lib, *build;
+static char tmpdir[256];
+
+struct res {
+	int status;
+	char out[16384], err[16384];
+	/* sampler */
+	int samples;      /* reads of /proc/PID/maps with the areas in them */
+	int rwx_any;      /* samples with an rwx line anywhere */
+	int rwx_areas;    /* samples with an rwx line over the areas */
+	int saw_rx, saw_rw; /* samples with r-x / rw- over the areas */
+};
+
+static void slurp(const char *path, char *buf, size_t n)
+{
+	buf[0] = 0;
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return;
+	size_t got = 0;
+	ssize_t r;
+	while (got < n - 1 && (r = read(fd, buf + got, n - 1 - got)) > 0)
+		got += (size_t)r;
+	buf[got] = 0;
+	close(fd);
+}
+
+/* One sample of /proc/pid/maps over [lo,hi). */
+static void sample(pid_t pid, unsigned long lo, unsigned long hi, struct res *r)
+{
+	static char buf[1 << 16];
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+	slurp(path, buf, sizeof buf);
+	int in = 0, rwx = 0, rwx_in = 0, rx = 0, rw = 0;
+	for (char *l = buf; l && *l;) {
+		char *nl = strchr(l, '\n');
+		unsigned long s, e;
+		char perms[8];
+		if (sscanf(l, "%lx-%lx %7s", &s, &e, perms) == 3) {
+			int over = lo && s < hi && e > lo;
+			if (!strncmp(perms, "rwx", 3)) {
+				rwx = 1;
+				rwx_in |= over;
+			}
+			if (over) {
+				in = 1;
+				rx |= !strncmp(perms, "r-x", 3);
+				rw |= !strncmp(perms, "rw-", 3);
+			}
+		}
+		l = nl ? nl + 1 : NULL;
+	}
+	r->rwx_any += rwx;
+	if (in) {
+		r->samples++;
+		r->rwx_areas += rwx_in;
+		r->saw_rx += rx;
+		r->saw_rw += rw;
+	}
+}
+
+/* Runs wxflip with args under the preload (unless preload is 0) with extra
+ * "K=V" settings on a clean environment; samples its maps while it runs. */
+static void run(struct res *r, int preload, const char *const *extra, const char *const *args)
+{
+	char out[300], err[300], basefile[300];
+	snprintf(out, sizeof out, "%s/out", tmpdir);
+	snprintf(err, sizeof err, "%s/err", tmpdir);
+	snprintf(basefile, sizeof basefile, "%s/base", tmpdir);
+	unlink(basefile);
+	memset(r, 0, sizeof *r);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		extern char **environ;
+		char *env[64], ld[600], bf[400], progpath[400];
+		char *argv[16];
+		int n = 0, a = 0;
+		for (char **e = environ; *e && n < 40; e++)
+			if (strncmp(*e, "MMFOLD_", 7) && strncmp(*e, "LD_PRELOAD=", 11) &&
+			    strncmp(*e, "CK_", 3))
+				env[n++] = *e;
+		if (preload) {
+			snprintf(ld, sizeof ld, "LD_PRELOAD=%s", lib);
+			env[n++] = ld;
+		}
+		snprintf(bf, sizeof bf, "WXFLIP_BASE_FILE=%s", basefile);
+		env[n++] = bf;
+		for (; extra && *extra && n < 62; extra++)
+			env[n++] = (char *)*extra;
+		env[n] = NULL;
+		snprintf(progpath, sizeof progpath, "%s/progs/wxflip", build);
+		argv[a++] = progpath;
+		for (; args && *args && a < 15; args++)
+			argv[a++] = (char *)*args;
+		argv[a] = NULL;
+		int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		int e2 = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		dup2(o, 1);
+		dup2(e2, 2);
+		execve(argv[0], argv, env);
+		_exit(127);
+	}
+	unsigned long lo = 0, hi = 0;
+	int st;
+	for (;;) {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			break;
+		if (!lo) {
+			char b[100];
+			slurp(basefile, b, sizeof b);
+			if (sscanf(b, "%lx %lx", &lo, &hi) != 2)
+				lo = hi = 0;
+		}
+		sample(pid, lo, hi, r);
+	}
+	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	slurp(out, r->out, sizeof r->out);
+	slurp(err, r->err, sizeof r->err);
+}
+
+/* The value of "field" in "kind":{...} (or of an event) of the JSON report. */
+static long jfield(const char *json, const char *kind, const char *field)
+{
+	char key[80];
+	const char *k = json;
+	if (kind) {
+		snprintf(key, sizeof key, "\"%s\":{", kind);
+		k = strstr(json, key);
+		if (!k)
+			return -1;
+	}
+	snprintf(key, sizeof key, "\"%s\":", field);
+	const char *f = strstr(k, key);
+	if (!f || (kind && f > strchr(k, '}')))
+		return -1;
+	return atol(f + strlen(key));
+}
+
+/* out without the lines that start with prefix (the "vma" lines). */
+static void without(const char *out, const char *prefix, char *dst, size_t n)
+{
+	size_t len = 0, pl = strlen(prefix);
+	dst[0] = 0;
+	for (const char *l = out; *l;) {
+		const char *nl = strchr(l, '\n');
+		size_t ll = nl ? (size_t)(nl - l + 1) : strlen(l);
+		if (strncmp(l, prefix, pl) && len + ll < n) {
+			memcpy(dst + len, l, ll);
+			len += ll;
+			dst[len] = 0;
+		}
+		l += ll;
+	}
+}
+
+/* The first line of out that starts with prefix, or "". */
+static const char *line(const char *out, const char *prefix, char *dst, size_t n)
+{
+	dst[0] = 0;
+	for (const char *l = out; l && *l;) {
+		const char *nl = strchr(l, '\n');
+		size_t ll = nl ? (size_t)(nl - l) : strlen(l);
+		if (!strncmp(l, prefix, strlen(prefix))) {
+			snprintf(dst, n, "%.*s", (int)ll, l);
+			break;
+		}
+		l = nl ? nl + 1 : NULL;
+	}
+	return dst;
+}
+
+static void setup(void)
+{
+	lib = getenv("MMFOLD_LIB");
+	build = getenv("MMFOLD_BUILD");
+	ck_assert_msg(lib && build, "MMFOLD_LIB and MMFOLD_BUILD must be set (make check does)");
+	snprintf(tmpdir, sizeof tmpdir, "/tmp/mmfold-check-wx.%d", (int)getpid());
+	mkdir(tmpdir, 0700);
+}
+
+static void teardown(void)
+{
+	char cmd[300];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", tmpdir);
+}
+
+static struct res a, b; /* too big for the stack of a test */
+
+/* Keep: sampled from another process while the areas flip, no mapping is
+ * ever rwx; the sampler saw the areas both r-x and rw- (it sampled during
+ * the flips).  Every area was kept apart. */
+START_TEST(keep_never_rwx)
+{
+	const char *env[] = {"MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
+	const char *args[] = {AREAS, "4000", "hold=100", NULL};
+	run(&a, 1, env, args);
+	ck_assert_msg(a.status == 0, "status %d, stderr: %s", a.status, a.err);
+	ck_assert_msg(a.samples >= 5, "only %d samples of the areas", a.samples);
+	ck_assert_msg(a.saw_rx && a.saw_rw, "samples r-x %d rw- %d: not sampled during flips",
+		      a.saw_rx, a.saw_rw);
+	ck_assert_msg(a.rwx_any == 0, "%d of %d samples had an rwx mapping", a.rwx_any, a.samples);
+	ck_assert_int_eq(jfield(a.err, NULL, "wx_kept_apart"), 4);
+	ck_assert_int_eq(jfield(a.err, "mprotect", "forwarded"), 1 + (2 * 4000 - 1) * 4 + 2);
+}
+END_TEST
+
+/* Keep: after the flips, with all four areas r-x, the kernel alone makes
+ * one VMA of them; under keep they are four VMAs of 64 KiB each.  What the
+ * program can probe (read, write, execute of each area, caught by a SIGSEGV
+ * handler, and the contents) is the same as with MMFOLD_MODE=off. */
+START_TEST(keep_apart_same_view)
+{
+	const char *args[] = {AREAS, "2000", NULL};
+	const char *off[] = {"MMFOLD_MODE=off", NULL};
+	char x[16384], y[16384], l[200];
+	run(&a, 1, off, args);
+	ck_assert_int_eq(a.status, 0);
+	ck_assert_str_eq(line(a.out, "vma count", l, sizeof l), "vma count 1");
+	run(&b, 1, NULL, args);
+	ck_assert_int_eq(b.status, 0);
+	ck_assert_msg(strstr(b.out, "vma 0 64 r-xp\nvma 64 128 r-xp\nvma 128 192 r-xp\n"
+				    "vma 192 256 r-xp\nvma count 4\n"),
+		      "areas not kept apart:\n%s", b.out);
+	without(a.out, "vma", x, sizeof x);
+	without(b.out, "vma", y, sizeof y);
+	ck_assert_str_eq(x, y);
+	ck_assert_msg(strstr(y, "probe 0 r-x") && strstr(y, "probe 0 rw-") && strstr(y, "probe 1 r-x"),
+		      "probes: %s", y);
+	/* the same without mmfold at all */
+	run(&a, 0, NULL, args);
+	without(a.out, "vma", x, sizeof x);
+	ck_assert_str_eq(x, y);
+}
+END_TEST
+
+/* The program's own readahead advice wins: MADV_SEQUENTIAL on area 0
+ * before the flips, MADV_NORMAL on area 1 halfway; their VmFlags end as
+ * with MMFOLD_MODE=off ("sr" and none), and mmfold left them alone. */
+START_TEST(keep_program_advice_wins)
+{
+	const char *args[] = {AREAS, "400", "advice", NULL};
+	const char *off[] = {"MMFOLD_MODE=off", NULL};
+	const char *env[] = {"MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
+	char x[16384], y[16384];
+	run(&a, 1, off, args);
+	run(&b, 1, env, args);
+	ck_assert_int_eq(a.status, 0);
+	ck_assert_int_eq(b.status, 0);
+	without(a.out, "vma", x, sizeof x);
+	without(b.out, "vma", y, sizeof y);
+	ck_assert_str_eq(x, y);
+	ck_assert_msg(strstr(y, "ra 0 sr\nra 1 -\n"), "readahead flags: %s", y);
+	ck_assert_int_eq(jfield(b.err, NULL, "wx_kept_apart"), 3);  /* areas 1, 2, 3 */
+	ck_assert_int_eq(jfield(b.err, NULL, "wx_program_advice"), 2); /* 0 left, 1 given up */
+}
+END_TEST
+
+/* Relax: the areas are rwx (sampled, and in the program's own maps), only
+ * the first five flips of each area reach the kernel (1 + 5 * 4 = 21 of
+ * 8 * ITERS + 3 calls), and the computed result is the same as off. */
+START_TEST(relax_rwx_few_calls)
+{
+	const char *args[] = {AREAS, "3000", "hold=150", NULL};
+	const char *off[] = {"MMFOLD_MODE=off", NULL};
+	const char *env[] = {"MMFOLD_WX=relax", "MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
+	char l1[200], l2[200];
+	run(&a, 1, off, args);
+	run(&b, 1, env, args);
+	ck_assert_msg(b.status == 0, "status %d, stderr: %s", b.status, b.err);
+	ck_assert_str_eq(line(a.out, "flips", l1, sizeof l1), line(b.out, "flips", l2, sizeof l2));
+	ck_assert_msg(b.rwx_areas > 0, "no rwx mapping over the areas in %d samples", b.samples);
+	ck_assert_msg(strstr(b.out, "rwxp"), "program's maps: %s", b.out);
+	ck_assert_int_eq(jfield(b.err, "mprotect", "calls"), 8 * 3000 + 3);
+	ck_assert_int_eq(jfield(b.err, "mprotect", "forwarded"), 21);
+	ck_assert_int_eq(jfield(b.err, NULL, "wx_relaxed"), 4);
+	ck_assert_int_eq(jfield(a.err, NULL, "wx_relaxed"), -1);
+}
+END_TEST
+
+/* Relax where the kernel refuses RWX (a seccomp filter fails mprotect to
+ * RWX with EACCES, as SELinux does without execmem): no error reaches the
+ * program, every flip is forwarded, the output is that of off. */
+START_TEST(relax_refused_falls_back)
+{
+	const char *args[] = {AREAS, "500", "deny_rwx", NULL};
+	const char *off[] = {"MMFOLD_MODE=off", NULL};
+	const char *env[] = {"MMFOLD_WX=relax", "MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
+	run(&a, 1, off, args);
+	run(&b, 1, env, args);
+	ck_assert_msg(a.status == 0 && b.status == 0, "status %d/%d: %s", a.status, b.status, b.err);
+	ck_assert_str_eq(a.out, b.out);
+	ck_assert_int_eq(b.rwx_any, 0);
+	ck_assert_int_eq(jfield(b.err, NULL, "wx_rwx_refused"), 1);
+	ck_assert_int_eq(jfield(b.err, NULL, "wx_relaxed"), 0);
+	/* all but the four first RW requests (redundant, skipped as always) */
+	ck_assert_int_eq(jfield(b.err, "mprotect", "forwarded"), 8 * 500 + 3 - 4);
+}
+END_TEST
+
+/* Calls that end a relaxation, or meet keep's advice, give exactly what
+ * they give without mmfold: an mremap of two adjacent areas (one VMA
+ * without mmfold: keep must not make it fail with EFAULT), munmap,
+ * mprotect to R, of half an area to RW, to PROT_EXEC, to RWX and back to
+ * RX; the probes after each are those of MMFOLD_MODE=off, and no rwx
+ * mapping is left once the relaxation has ended. */
+START_TEST(end_relaxation_exact)
+{
+	const char *args[] = {AREAS, "200", "end", NULL};
+	const char *off[] = {"MMFOLD_MODE=off", NULL};
+	const char *keep[] = {"MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
+	const char *relax[] = {"MMFOLD_WX=relax", "MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
+	static char x[16384], y[16384];
+	run(&a, 1, off, args);
+	ck_assert_int_eq(a.status, 0);
+	ck_assert_msg(strstr(a.out, "end mremap of areas 2-3 ok\n"), "%s", a.out);
+	without(a.out, "vma", x, sizeof x);
+	run(&b, 1, keep, args);
+	ck_assert_int_eq(b.status, 0);
+	ck_assert_int_eq(jfield(b.err, NULL, "wx_kept_apart"), 4);
+	without(b.out, "vma", y, sizeof y);
+	ck_assert_str_eq(x, y);
+	run(&b, 1, relax, args);
+	ck_assert_int_eq(b.status, 0);
+	ck_assert_int_eq(jfield(b.err, NULL, "wx_relaxed"), 4);
+	ck_assert_int_eq(jfield(b.err, NULL, "wx_relax_ended"), 4);
+	without(b.out, "vma", y, sizeof y);
+	ck_assert_str_eq(x, y);
+	ck_assert_msg(!strstr(b.out, "rwx"), "rwx left after the relaxations ended:\n%s", b.out);
+}
+END_TEST
+
+Suite *wx_suite(void)
+{
+	Suite *s = suite_create("wx");
+	TCase *tc = tcase_create("flips");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, keep_never_rwx);
+	tcase_add_test(tc, keep_apart_same_view);
+	tcase_add_test(tc, keep_program_advice_wins);
+	tcase_add_test(tc, relax_rwx_few_calls);
+	tcase_add_test(tc, relax_refused_falls_back);
+	tcase_add_test(tc, end_relaxation_exact);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# W^X flip benchmark (make bench-wx): programs that flip code areas between
+# RW and RX, run without mmfold and with MMFOLD_WX=keep / relax, alternating
+# (none keep relax wxoff none keep relax wxoff ...), BENCH_REPS rounds:
+#   none   no LD_PRELOAD and no MMFOLD_* variable
+#   keep   LD_PRELOAD=$MMFOLD_LIB (MMFOLD_WX=keep is the default)
+#   relax  LD_PRELOAD=$MMFOLD_LIB MMFOLD_WX=relax
+#   wxoff  LD_PRELOAD=$MMFOLD_LIB MMFOLD_WX=off (safe mode without the W^X
+#          part: shows what keep itself changes)
+# Each cell: median (min-max) of wall, user and system time (/usr/bin/time), and
+# the mprotect calls that reached the kernel (mmfold's statistics; for none
+# from one extra untimed run with MMFOLD_MODE=off, which forwards all).
+# Outputs of every run must be identical to the first none run, else FAIL.
+#
+# Workloads (BENCH_ONLY takes their names):
+#   luajit_flips   luajit tools/bench/luajit_flips.lua 400 175 (~140,000 flips)
+#   luajit_traces  luajit tests/clients/luajit_traces.lua 40000 100
+#   wxflip         tests/progs/wxflip 4 20000 (C: 4 adjacent 64 KiB areas)
+# env: MMFOLD_LIB, BUILD (default build/bench_wx), BENCH_REPS (default 5),
+#      BENCH_ONLY, BENCH_CONFIGS (default "none keep relax wxoff"), CC
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+MMFOLD_LIB=${MMFOLD_LIB:-$ROOT/build/libmmfold.so}
+BUILD=${BUILD:-$ROOT/build/bench_wx}
+REPS=${BENCH_REPS:-5}
+CC=${CC:-gcc}
+read -r -a CONFIGS <<<"${BENCH_CONFIGS:-none keep relax wxoff}"
+read -r -a ONLY <<<"${BENCH_ONLY:-luajit_flips luajit_traces wxflip}"
+case $MMFOLD_LIB in /*) ;; *) MMFOLD_LIB=$PWD/$MMFOLD_LIB ;; esac
+[[ -f $MMFOLD_LIB ]] || { echo "bench_wx.sh: no $MMFOLD_LIB (run make first)" >&2; exit 2; }
+[[ $REPS =~ ^[0-9]+$ ]] && ((REPS >= 1)) || { echo "bench_wx.sh: BENCH_REPS must be a positive number" >&2; exit 2; }
+[[ -x /usr/bin/time ]] || { echo "bench_wx.sh: needs /usr/bin/time (apt-get install time)" >&2; exit 2; }
+mkdir -p "$BUILD/raw"
+"$CC" -std=gnu11 -O2 -o "$BUILD/wxflip" "$ROOT/tests/progs/wxflip.c"
+
+# A clean environment: no LD_PRELOAD, no MMFOLD_* variable.
+CLEAN=(-u LD_PRELOAD)
+for v in $(compgen -e); do [[ $v == MMFOLD_* ]] && CLEAN+=(-u "$v"); done
+
+cmd_of() {
+	case $1 in
+	luajit_flips) CMD=(luajit "$ROOT/tools/bench/luajit_flips.lua" 400 175) ;;
+	luajit_traces) CMD=(luajit "$ROOT/tests/clients/luajit_traces.lua" 40000 100) ;;
+	wxflip) CMD=("$BUILD/wxflip" 4 20000) ;;
+	*) echo "bench_wx.sh: unknown workload $1" >&2; exit 2 ;;
+	esac
+}
+
+env_of() {
+	case $1 in
+	none) ENVS=() ;;
+	keep) ENVS=(LD_PRELOAD="$MMFOLD_LIB") ;;
+	relax) ENVS=(LD_PRELOAD="$MMFOLD_LIB" MMFOLD_WX=relax) ;;
+	wxoff) ENVS=(LD_PRELOAD="$MMFOLD_LIB" MMFOLD_WX=off) ;;
+	*) echo "bench_wx.sh: unknown configuration $1" >&2; exit 2 ;;
+	esac
+}
+
+# The number after "field": inside "mprotect":{...} of a JSON report.
+jget() { sed -n 's/.*"mprotect":{[^}]*"'"$2"'":\([0-9]*\).*/\1/p' "$1" | head -1; }
+
+# median (min-max) of the numbers on stdin
+stat3() { sort -g | awk -v f="${1:-%.3g}" '{a[NR]=$1} END {if (!NR) {print "-"; exit} m = NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2; printf f " (" f "-" f ")", m, a[1], a[NR]}'; }
+median() { sort -g | awk '{a[NR]=$1} END {print NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+
+REPORT=$BUILD/bench_wx.md
+{
+	echo "# bench_wx $(date -u +%Y-%m-%dT%H:%MZ), $(uname -r), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo
+	echo "BENCH_REPS=$REPS, configurations alternating: ${CONFIGS[*]}; median (min-max)."
+	echo
+	echo "| workload | config | wall s | user s | system s | mprotect calls | to kernel | wall vs none |"
+	echo "|---|---|---:|---:|---:|---:|---:|---:|"
+} >"$REPORT"
+status=0
+for w in "${ONLY[@]}"; do
+	cmd_of "$w"
+	rm -f "$BUILD/raw/$w".*
+	# untimed: the call count without mmfold (MMFOLD_MODE=off forwards all)
+	env "${CLEAN[@]}" LD_PRELOAD="$MMFOLD_LIB" MMFOLD_MODE=off MMFOLD_STATS=1 MMFOLD_STATS_FORMAT=json \
+		MMFOLD_STATS_FILE="$BUILD/raw/$w.count.json" "${CMD[@]}" >/dev/null
+	for ((r = 1; r <= REPS; r++)); do
+		for c in "${CONFIGS[@]}"; do
+			env_of "$c"
+			base=$BUILD/raw/$w.$c.$r
+			stats=()
+			[[ $c != none ]] && stats=(MMFOLD_STATS=1 MMFOLD_STATS_FORMAT=json MMFOLD_STATS_FILE="$base.json")
+			/usr/bin/time -f "%e %S %U" -o "$base.time" env "${CLEAN[@]}" "${ENVS[@]}" "${stats[@]}" \
+				"${CMD[@]}" >"$base.out"
+			if [[ -f $BUILD/raw/$w.none.1.out ]] && ! cmp -s "$base.out" "$BUILD/raw/$w.none.1.out" &&
+				[[ $c != none || $r != 1 ]]; then
+				echo "FAIL: $w $c round $r: output differs from none" >&2
+				status=1
+			fi
+			echo "$w $c $r: $(cat "$base.time") s (wall, sys, user)" >&2
+		done
+	done
+	calls=$(jget "$BUILD/raw/$w.count.json" calls)
+	none_wall=$(for f in "$BUILD/raw/$w.none."*.time; do cut -d' ' -f1 "$f"; done | median)
+	for c in "${CONFIGS[@]}"; do
+		wall=$(for f in "$BUILD/raw/$w.$c."*.time; do cut -d' ' -f1 "$f"; done)
+		sys=$(for f in "$BUILD/raw/$w.$c."*.time; do cut -d' ' -f2 "$f"; done)
+		user=$(for f in "$BUILD/raw/$w.$c."*.time; do cut -d' ' -f3 "$f"; done)
+		if [[ $c == none ]]; then
+			fwd=$calls
+		else
+			fwd=$(for f in "$BUILD/raw/$w.$c."*.json; do jget "$f" forwarded; done | stat3 %d)
+		fi
+		med=$(echo "$wall" | median)
+		ratio=$(awk -v a="$none_wall" -v b="$med" 'BEGIN {if (b > 0) printf "%.2fx", a / b; else print "-"}')
+		echo "| $w | $c | $(echo "$wall" | stat3) | $(echo "$user" | stat3) | $(echo "$sys" | stat3) | $calls | $fwd | $ratio |" >>"$REPORT"
+	done
+done
+cat "$REPORT"
+exit $status
