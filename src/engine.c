@@ -219,7 +219,7 @@ void mmf_early_init(void)
 		mmf_log(0, "mmfold: cannot map memory for the shadow map; forwarding everything");
 		mode = MMF_MODE_OFF;
 	}
-	if (mode == MMF_MODE_SAFE && cfg.v[MMF_OPT_WX] != MMF_WX_OFF) {
+	if (mode >= MMF_MODE_SAFE && cfg.v[MMF_OPT_WX] != MMF_WX_OFF) {
 		if (!folio.nsizes && cfg.v[MMF_OPT_THP] != MMF_THP_OFF)
 			mmf_folio_probe(&folio);
 		struct mmf_wx_env we = {&map, page, (int)cfg.v[MMF_OPT_WX], thp_active,
@@ -1275,7 +1275,7 @@ static long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 	struct mmf_hint hint = {NULL, 0, 0, 0, 0};
 	/* W^X (wx.c): a flip of a range relaxed to RWX is answered here;
 	 * any other mprotect on it is forwarded without the skip question. */
-	int wx = k == MMF_K_MPROTECT && mode == MMF_MODE_SAFE ? mmf_wx_pre(op) : MMF_WX_NONE;
+	int wx = k == MMF_K_MPROTECT && mode >= MMF_MODE_SAFE ? mmf_wx_pre(op) : MMF_WX_NONE;
 	if (wx == MMF_WX_TRY_SKIP) {
 		wenter();
 		int skip = mmf_wx_skip(op);
@@ -1339,7 +1339,7 @@ static long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 	uint64_t align = (k == MMF_K_MMAP && mode >= MMF_MODE_SAFE) ? align_plan(op) : 0;
 	wenter();
 	long r;
-	if (mode == MMF_MODE_SAFE)
+	if (mode >= MMF_MODE_SAFE)
 		mmf_wx_before(op);
 	if (align)
 		r = mmap_aligned(op, t, align);
@@ -1348,7 +1348,7 @@ static long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 	else if (!(k == MMF_K_MREMAP && mode >= MMF_MODE_SAFE && mremap_aligned(op, t, &r)))
 		r = forward(op, t, asked);
 	record(op, r, &hint);
-	if (mode == MMF_MODE_SAFE)
+	if (mode >= MMF_MODE_SAFE)
 		mmf_wx_after(op, r);
 	wleave();
 	if (tracing)
