@@ -1291,6 +1291,12 @@ static long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 	if (wx == MMF_WX_NONE && question(op, &s, &e, &w)) {
 		int v = mmf_map_check_hint(&map, s, e, &w, &hint);
 		shape = v == MMF_CHANGE && mode >= MMF_MODE_SAFE && w.what != MMF_Q_LOCK;
+		/* The range is one record: nothing inside it is already at the
+		 * target, and the model gives widening no credit, so auto would
+		 * forward it as asked; spare the planner's lookups. */
+		if (shape && hint.b && mmf_shape_policy() == MMF_SHAPE_AUTO &&
+		    mmf_shape_cost_default.widen_ns == 0)
+			shape = 0;
 		if (v == MMF_NOOP_PROVEN && op->kind == MMF_K_MLOCK && !mlock_permitted())
 			v = MMF_NOOP_UNPROVEN;
 		if (v == MMF_NOOP_PROVEN && verify) {
