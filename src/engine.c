@@ -879,6 +879,9 @@ void mmf_reach(const struct mmf_op *op, uint64_t *s, uint64_t *e)
 #endif
 
 static struct mmf_lazy lz_prot, lz_unlock;
+/* MADV_DONTFORK (want 1) / MADV_DOFORK (want 0): VMA flags that matter
+ * only at fork, made before it in one process_madvise per advice. */
+static struct mmf_lazy lz_fork;
 static int lazy_on; /* lazy mode, tables ready, the fault handler is ours */
 
 static void lazy_drop(uint64_t s, uint64_t e)
@@ -887,6 +890,63 @@ static void lazy_drop(uint64_t s, uint64_t e)
 		return;
 	mmf_lazy_set(&lz_prot, s, e, -1);
 	mmf_lazy_set(&lz_unlock, s, e, -1);
+	mmf_lazy_set(&lz_fork, s, e, -1);
+}
+
+/* Writer lock held.  Makes the waiting fork advice in [s,e): per advice, the
+ * ranges in process_madvise calls of up to 64, each range alone where that
+ * is refused. */
+static void lazy_apply_fork(uint64_t s, uint64_t e)
+{
+	struct mmf_pend b[64];
+	struct {
+		void *base;
+		size_t len;
+	} iov[64];
+	struct mmf_tstats *t = mmf_stats_self();
+	uint32_t c;
+	while ((c = mmf_lazy_collect(&lz_fork, s, e, b, 64))) {
+		for (int want = 0; want < 2; want++) {
+			int adv = want ? MADV_DONTFORK : MADV_DOFORK, n = 0;
+			uint64_t total = 0;
+			for (uint32_t i = 0; i < c; i++)
+				if (b[i].want == want) {
+					iov[n].base = (void *)b[i].s;
+					iov[n].len = b[i].e - b[i].s;
+					total += iov[n++].len;
+				}
+			if (!n)
+				continue;
+			long r = -ENOSYS;
+			if (n > 1) {
+				r = mmf_sys6(SYS_process_madvise, -10000 /* PIDFD_SELF_THREAD */,
+					     (long)iov, n, adv, 0, 0);
+				mmf_stat_add(t, MMF_K_MADVISE, MMF_S_FORWARDED, 1);
+				mmf_stat_add(t, MMF_K_MADVISE, MMF_S_BYTES_KERNEL, total);
+			}
+			for (int i = 0; i < n; i++) {
+				uint64_t rs = (uint64_t)iov[i].base, re = rs + iov[i].len;
+				long ri = r == (long)total ? 0
+					  : mmf_sys6(SYS_madvise, (long)rs, (long)(re - rs), adv, 0, 0, 0);
+				if (r != (long)total) {
+					mmf_stat_add(t, MMF_K_MADVISE, MMF_S_FORWARDED, 1);
+					mmf_stat_add(t, MMF_K_MADVISE, MMF_S_BYTES_KERNEL, re - rs);
+				}
+				struct mmf_upd u;
+				memset(&u, 0, sizeof u);
+				if (ri != 0)
+					u.adv_forget = MMF_ADV_DONTFORK;
+				else if (want)
+					u.adv_set_mask = MMF_ADV_DONTFORK;
+				else
+					u.adv_clear_mask = MMF_ADV_DONTFORK;
+				mmf_map_update(&map, rs, re, &u);
+			}
+			mmf_event_add(MMF_E_LAZY_APPLIED, (uint64_t)n);
+		}
+		for (uint32_t i = 0; i < c; i++)
+			mmf_lazy_set(&lz_fork, b[i].s, b[i].e, -1);
+	}
 }
 
 /* Promotions made so far (a fault that finds no pending range may have
@@ -958,6 +1018,8 @@ static void lazy_apply(uint64_t s, uint64_t e)
 			mmf_event(MMF_E_LAZY_APPLIED);
 		}
 	}
+	if (mmf_lazy_count(&lz_fork))
+		lazy_apply_fork(s, e);
 	while ((c = mmf_lazy_collect(&lz_unlock, s, e, b, 32))) {
 		for (uint32_t i = 0; i < c; i++) {
 			long r = mmf_sys6(SYS_munlock, (long)b[i].s, (long)(b[i].e - b[i].s), 0, 0, 0, 0);
@@ -977,11 +1039,12 @@ static void lazy_apply(uint64_t s, uint64_t e)
 /* Anything pending where op reaches is made first (no lock held). */
 static void lazy_before(const struct mmf_op *op)
 {
-	if (!mmf_lazy_count(&lz_prot) && !mmf_lazy_count(&lz_unlock))
+	if (!mmf_lazy_count(&lz_prot) && !mmf_lazy_count(&lz_unlock) && !mmf_lazy_count(&lz_fork))
 		return;
 	uint64_t s, e;
 	mmf_reach(op, &s, &e);
-	if (s >= e || (!mmf_lazy_overlaps(&lz_prot, s, e) && !mmf_lazy_overlaps(&lz_unlock, s, e)))
+	if (s >= e || (!mmf_lazy_overlaps(&lz_prot, s, e) && !mmf_lazy_overlaps(&lz_unlock, s, e) &&
+		       !mmf_lazy_overlaps(&lz_fork, s, e)))
 		return;
 	wenter();
 	lazy_apply(s, e);
@@ -1032,7 +1095,9 @@ static int lazy_run(struct mmf_op *op, struct mmf_tstats *t, long *res)
 	uint64_t s, e;
 	struct mmf_want w;
 	int k = op->kind;
-	if (!(k == MMF_K_MPROTECT || k == MMF_K_MUNLOCK || k == MMF_K_MLOCK) ||
+	int forkadv = k == MMF_K_MADVISE &&
+		      ((int)op->a[2] == MADV_DONTFORK || (int)op->a[2] == MADV_DOFORK);
+	if (!(k == MMF_K_MPROTECT || k == MMF_K_MUNLOCK || k == MMF_K_MLOCK || forkadv) ||
 	    !question(op, &s, &e, &w))
 		return 0;
 	if (k == MMF_K_MPROTECT && (op->flags || (w.prot & PROT_EXEC)))
@@ -1046,7 +1111,7 @@ static int lazy_run(struct mmf_op *op, struct mmf_tstats *t, long *res)
 	 * skips without a lock */
 	int v = mmf_map_check(&map, s, e, &w);
 	if (v == MMF_NOOP_PROVEN && !mmf_lazy_overlaps(&lz_prot, s, e) &&
-	    !mmf_lazy_overlaps(&lz_unlock, s, e))
+	    !mmf_lazy_overlaps(&lz_unlock, s, e) && !mmf_lazy_overlaps(&lz_fork, s, e))
 		return 0;
 	int promo, same, locked, handled = 0;
 	wenter();
@@ -1060,6 +1125,23 @@ static int lazy_run(struct mmf_op *op, struct mmf_tstats *t, long *res)
 					mmf_event(MMF_E_LAZY_CANCELLED);
 				handled = 1;
 			} else if (mmf_lazy_set(&lz_prot, s, e, w.prot) == 0) {
+				mmf_stat_add(t, k, MMF_S_DEFERRED, 1);
+				handled = 1;
+			}
+		}
+	} else if (forkadv) {
+		/* The flag in force (the map) and what waits: a call asking
+		 * for the flag in force cancels, another one waits. */
+		int had = mmf_lazy_overlaps(&lz_fork, s, e);
+		v = mmf_map_check(&map, s, e, &w); /* again, under the lock */
+		if (lazy_known(s, e, PROT_NONE, MMF_LOCK_NONE, &promo, &same, &locked)) {
+			if (v == MMF_NOOP_PROVEN) {
+				mmf_lazy_set(&lz_fork, s, e, -1);
+				mmf_stat_add(t, k, MMF_S_SKIPPED, 1);
+				if (had)
+					mmf_event(MMF_E_LAZY_CANCELLED);
+				handled = 1;
+			} else if (v == MMF_CHANGE && mmf_lazy_set(&lz_fork, s, e, w.adv_val) == 0) {
 				mmf_stat_add(t, k, MMF_S_DEFERRED, 1);
 				handled = 1;
 			}
@@ -1154,6 +1236,7 @@ static void lazy_start(void)
 	if (mode != MMF_MODE_LAZY)
 		return;
 	if (mmf_lazy_init(&lz_prot, LAZY_CAP) || mmf_lazy_init(&lz_unlock, LAZY_CAP) ||
+	    mmf_lazy_init(&lz_fork, LAZY_CAP) ||
 	    mmf_sigchain_claim(lazy_fault) != 0) {
 		mmf_log(1, "mmfold: lazy mode: cannot install the fault handler; calls are made "
 			   "as in safe mode");
@@ -1166,7 +1249,7 @@ static void lazy_start(void)
 void mmf_lazy_flush_all(void)
 {
 	if (!__atomic_load_n(&lazy_on, __ATOMIC_ACQUIRE) || in_write ||
-	    (!mmf_lazy_count(&lz_prot) && !mmf_lazy_count(&lz_unlock)))
+	    (!mmf_lazy_count(&lz_prot) && !mmf_lazy_count(&lz_unlock) && !mmf_lazy_count(&lz_fork)))
 		return;
 	wenter();
 	lazy_apply(0, UINT64_MAX);

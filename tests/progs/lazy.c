@@ -15,6 +15,8 @@
  *   lazy touchloop MIB N    the same with one byte per 64 KiB written after
  *                           each mprotect(RW)
  *   lazy mlockloop MIB N    mlock, munlock of MIB MiB, N times
+ *   lazy forkadv N LAST     MADV_DONTFORK then MADV_DOFORK N times on 1 MiB,
+ *                           then MADV_DONTFORK once more if LAST is 1, fork
  *   lazy barrier            a write barrier: pages made read-only, the
  *                           program's handler makes each written page
  *                           writable and records it, while lazy mode has
@@ -137,7 +139,9 @@ static int diff(unsigned seed, int rounds)
 			if (what < 12) {
 				ret = mprotect(a, len * PG, prots[rnd(6)]);
 			} else if (what < 14) {
-				ret = madvise(a, len * PG, rnd(2) ? MADV_DONTNEED : MADV_WILLNEED);
+				static const int advs[] = {MADV_DONTNEED, MADV_WILLNEED, MADV_DONTFORK,
+							   MADV_DOFORK, MADV_DONTFORK};
+				ret = madvise(a, len * PG, advs[rnd(5)]);
 			} else if (what < 15) {
 				ret = mlock(a, len * PG);
 			} else if (what < 17) {
@@ -230,6 +234,30 @@ static int loop(unsigned long mib, int n, int touch)
 	return 0;
 }
 
+/* MADV_DONTFORK / MADV_DOFORK N times each, then a fork: the child sees the
+ * range gone (DONTFORK last) or there (DOFORK last). */
+static int forkadv(int n, int last_dontfork)
+{
+	char *p = big(1);
+	for (int i = 0; i < n; i++)
+		if (madvise(p, 1 << 20, MADV_DONTFORK) || madvise(p, 1 << 20, MADV_DOFORK))
+			return 1;
+	if (last_dontfork)
+		madvise(p, 1 << 20, MADV_DONTFORK);
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		int b;
+		printf("child sees %c\n", probe(p, &b));
+		fflush(stdout);
+		_exit(0);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	printf("forkadv ok\n");
+	return 0;
+}
+
 static int mlockloop(unsigned long mib, int n)
 {
 	char *p = big(mib);
@@ -289,6 +317,8 @@ int main(int argc, char **argv)
 		return loop(a2, a3, 1);
 	if (!strcmp(cmd, "mlockloop"))
 		return mlockloop(a2, a3);
+	if (!strcmp(cmd, "forkadv"))
+		return forkadv((int)a2, a3);
 	if (!strcmp(cmd, "barrier"))
 		return barrier();
 	fprintf(stderr, "usage: lazy diff SEED ROUNDS | loop MIB N | touchloop MIB N | mlockloop MIB N | barrier\n");

@@ -516,6 +516,19 @@ START_TEST(lazy_counts)
 	ck_assert_int_eq(jfield(r.err, "mlock", "forwarded"), 1);
 	ck_assert_int_eq(jfield(r.err, "munlock", "deferred"), 100);
 	ck_assert_int_eq(jfield(r.err, "munlock", "forwarded"), 1); /* at exit */
+	/* fork-only advice waits for the fork: 100 DONTFORK/DOFORK pairs make
+	 * no call, one more DONTFORK one call, made before the fork (the
+	 * child does not get the range) */
+	char *fa[] = {prog("lazy"), (char *)"forkadv", (char *)"100", (char *)"1", NULL};
+	run(&r, 1, env, fa);
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_str_eq(r.out, "child sees n\nforkadv ok\n");
+	ck_assert_int_eq(jfield(r.err, "madvise", "calls"), 201);
+	ck_assert_int_eq(jfield(r.err, "madvise", "forwarded"), 1);
+	char *fb[] = {prog("lazy"), (char *)"forkadv", (char *)"100", (char *)"0", NULL};
+	run(&r, 1, env, fb);
+	ck_assert_str_eq(r.out, "child sees w\nforkadv ok\n");
+	ck_assert_int_eq(jfield(r.err, "madvise", "forwarded"), 0);
 	/* the same loops in safe mode make every call */
 	const char *safe[] = {"MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
 	run(&r, 1, safe, loop);
