@@ -195,7 +195,7 @@ check "report fixture.json: status 0, writes fx.svg next to it" eval 'test $st =
 check "report: the SVG is well-formed XML, self-contained, and names the top call site GC_protect_heap" \
 	svgcheck "$T/fx.svg" GC_protect_heap
 check "report: the table shows mprotect's counts and the top call site first" \
-	eval 'hasre "$T/fx.txt" "^  mprotect +1425 +1265 +160 +5 +0 " &&
+	eval 'hasre "$T/fx.txt" "^  mprotect +1425 +1265 +160 +0 +5 +0 " &&
 	      grep -A2 "mprotect by calls:" "$T/fx.txt" | tail -1 | grep -q "1000 .*GC_protect_heap+0x1c (libgc.so.1.5.1+0x12310)"'
 cat tests/tools/fixture.json tests/tools/fixture.json >"$T/two.json"
 mmf report "$T/two.json" -o "$T/two-out.svg" >"$T/two.txt" 2>/dev/null
