@@ -21,6 +21,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 
+#include "sigchain.h"
 #include "sys.h"
 
 #ifndef SYS_process_madvise
@@ -444,7 +445,11 @@ int mmf_batch_intercept(const struct mmf_op *op, long *res)
 	if (bq_applying)
 		return 0;
 	uint64_t s, e;
-	int q_ok = mmf_batch_depth > 0 && !bq_busy && queueable(op, &s, &e);
+	/* A call from the program's own SIGSEGV/SIGBUS handler (when mmfold
+	 * chains them) is made at once: a write barrier's mprotect must be in
+	 * force when the handler returns, or the access faults forever. */
+	int q_ok = mmf_batch_depth > 0 && !bq_busy && !mmf_sigchain_in_handler() &&
+		   queueable(op, &s, &e);
 	if (!q_ok) {
 		/* A call that cannot wait: this thread's queue goes first
 		 * where they meet, unless a handler interrupted the thread

@@ -13,6 +13,8 @@
  *                            queued applies the queue first
  *   batch fork               fork inside a batch: the child sees the calls
  *   batch vec                mmfold_mprotectv / mmfold_madvisev, and errors
+ *   batch barrier            a SIGSEGV write barrier inside a batch (with
+ *                            MMFOLD_SIGCHAIN=on or lazy mode only)
  *   batch count-nopm         count, with process_madvise refused (ENOSYS)
  *                            by a seccomp filter: the per-range fallback
  */
@@ -310,6 +312,33 @@ static int vec(void)
 	return 0;
 }
 
+/* A write barrier inside a batch: the handler's mprotect must be made at
+ * once (mmfold sees it when it chains SIGSEGV), or the write faults
+ * forever. */
+static char *wb_page;
+static volatile int wb_hits;
+static void wb_handler(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig, (void)uc;
+	char *a = (char *)((uintptr_t)si->si_addr & ~(PG - 1));
+	if (a == wb_page && wb_hits++ < 1000)
+		mprotect(a, PG, PROT_READ | PROT_WRITE);
+}
+
+static int barrier(void)
+{
+	wb_page = map_pages(1, PROT_READ);
+	struct sigaction sa = {.sa_sigaction = wb_handler, .sa_flags = SA_SIGINFO};
+	sigaction(SIGSEGV, &sa, NULL);
+	if (batched())
+		mmfold_batch_begin();
+	wb_page[0] = 1;
+	if (batched())
+		mmfold_batch_end(NULL);
+	printf("barrier: %d fault(s)\n", wb_hits);
+	return 0;
+}
+
 /* Makes process_madvise fail with ENOSYS, as on kernels before 5.10. */
 static void refuse_process_madvise(void)
 {
@@ -344,6 +373,8 @@ int main(int argc, char **argv)
 		return threads();
 	if (argc >= 2 && !strcmp(argv[1], "fork"))
 		return forked();
+	if (argc >= 2 && !strcmp(argv[1], "barrier"))
+		return barrier();
 	if (argc >= 2 && !strcmp(argv[1], "vec"))
 		return vec();
 	fprintf(stderr, "usage: batch diff SEED ROUNDS | count | threads | fork | vec\n");

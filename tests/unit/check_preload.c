@@ -451,6 +451,16 @@ START_TEST(batch_counts)
 	ck_assert_int_eq(jfield(r.err, "madvise", "errors"), 1);
 	ck_assert_int_eq(jfield(r.err, "events", "batch_process_madvise"), 1);
 	ck_assert_int_eq(jfield(r.err, "events", "batch_madvise_fallbacks"), 64);
+	/* a write barrier's mprotect inside a batch is made at once when
+	 * mmfold chains SIGSEGV: one fault, as without mmfold */
+	char *wb[] = {prog("batch"), (char *)"barrier", NULL};
+	static const char *const chained[] = {"MMFOLD_SIGCHAIN=on", "MMFOLD_MODE=lazy"};
+	for (int i = 0; i < 2; i++) {
+		const char *e2[] = {chained[i], NULL};
+		run(&r, 1, e2, wb);
+		ck_assert_int_eq(r.status, 0);
+		ck_assert_str_eq(r.out, "barrier: 1 fault(s)\n");
+	}
 	/* mode off: the API is there, every call is made */
 	const char *off[] = {"MMFOLD_MODE=off", "MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
 	run(&r, 1, off, argv);
