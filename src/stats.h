@@ -63,6 +63,7 @@ enum {
 	X(LAZY_DENSE, "lazy_dense")       /* whole ranges made on dense touches */ \
 	X(LAZY_RETRIED, "lazy_retried")   /* faults that raced with a promotion */ \
 	X(LAZY_BUFFERS, "lazy_buffers")   /* made before read()/write()/... */ \
+	X(LAZY_REFUSED, "lazy_refused")   /* deferred promotions the kernel refused */ \
 	X(SHAPED_WIDENED, "shaped_widened") /* calls widened to folio bounds */ \
 	X(SHAPED_WIDENED_BYTES, "shaped_widened_bytes") /* bytes added */       \
 	X(SHAPED_TRIMMED, "shaped_trimmed") /* calls trimmed or split */        \

@@ -638,6 +638,10 @@ START_TEST(script_sigreentry) { run_script("sigreentry"); }
 END_TEST
 START_TEST(script_broken_is_caught) { run_script("broken"); }
 END_TEST
+/* Threads racing lazy mode's deferred promotions: no spurious or missed
+ * fault, the same output as without mmfold (a bounded run; make soak). */
+START_TEST(script_lazystress) { run_script("lazystress"); }
+END_TEST
 
 /* ---- call-site profile (MMFOLD_PROFILE) ---------------------------------- */
 
@@ -991,6 +995,7 @@ Suite *preload_suite(void)
 	tcase_add_test(d, script_ctor);
 	tcase_add_test(d, script_sigreentry);
 	tcase_add_test(d, script_broken_is_caught);
+	tcase_add_test(d, script_lazystress);
 	suite_add_tcase(s, d);
 	TCase *p = tcase_create("profile");
 	tcase_add_checked_fixture(p, setup, teardown);
