@@ -1393,14 +1393,17 @@ static int lazy_fault(int sig, siginfo_t *si, void *uc)
 			if (mmf_map_lookup(&map, a, &r) &&
 			    (r.a.adv_known & r.a.adv_set & MMF_ADV_HUGEPAGE))
 				g = 2u << 20;
-			if (++q->touches < LAZY_DENSE && ge - gs > 4 * g) {
+			/* readers may load the entry: one atomic store */
+			uint8_t touches = (uint8_t)(q->touches + 1);
+			__atomic_store_n(&q->touches, touches, __ATOMIC_RELAXED);
+			if (touches < LAZY_DENSE && ge - gs > 4 * g) {
 				gs = a & ~(g - 1);
 				ge = gs + g;
 				if (gs < q->s)
 					gs = q->s;
 				if (ge > q->e)
 					ge = q->e;
-			} else if (q->touches >= LAZY_DENSE) {
+			} else if (touches >= LAZY_DENSE) {
 				mmf_event(MMF_E_LAZY_DENSE);
 			}
 			retry = lazy_apply(gs, ge) == 0;
