@@ -1176,6 +1176,24 @@ static uint64_t lazy_covered(struct mmf_lazy *tab, uint64_t s, uint64_t e)
 	return n;
 }
 
+/* Whether waiting pays (writer lock held for all three).  A promotion
+ * that waits and is then touched costs a fault on top of the system call
+ * it was to save (a collector that unprotects a block and writes into it
+ * at once: Boehm GC makes tens of thousands of those); one that is
+ * cancelled or never touched costs nothing.  lz_touched estimates, out of
+ * 1024, the share of recent deferred promotions that ended in a first
+ * touch (a moving average over the last ~16 outcomes).  Above
+ * lz_touched_max (MMFOLD_LAZY_TOUCHED, 75% by default; 100 never), promotions are made at once (as in safe mode) except
+ * one in 16, which still waits so that the estimate follows the program
+ * when its habits change. */
+static uint32_t lz_touched, lz_sample;
+static uint32_t lz_touched_max = 768; /* MMFOLD_LAZY_TOUCHED percent of 1024 */
+
+static void lazy_outcome(int touched)
+{
+	lz_touched = lz_touched - lz_touched / 16 + (touched ? 1024 / 16 : 0);
+}
+
 /* vm.overcommit_memory and vm.max_map_count, read when lazy mode starts. */
 static int lz_overcommit;
 static uint64_t lz_max_maps = 65530;
@@ -1193,6 +1211,10 @@ static int lazy_may_defer(uint64_t s, uint64_t e, int prot)
 	(void)e;
 	if (__atomic_load_n(&lz_broken, __ATOMIC_RELAXED))
 		return 0;
+	if (lz_touched > lz_touched_max && (++lz_sample & 15)) {
+		mmf_event(MMF_E_LAZY_EAGER);
+		return 0;
+	}
 	if (lz_overcommit == 2 && (prot & PROT_WRITE))
 		return 0;
 	uint64_t maps = mmf_map_count(&map) + 2 * ((uint64_t)mmf_lazy_count(&lz_prot) + 1);
@@ -1232,8 +1254,10 @@ static int lazy_run(struct mmf_op *op, struct mmf_tstats *t, long *res)
 			if (same) {
 				mmf_lazy_set(&lz_prot, s, e, -1);
 				mmf_stat_add(t, k, MMF_S_SKIPPED, 1);
-				if (had)
+				if (had) {
 					mmf_event(MMF_E_LAZY_CANCELLED);
+					lazy_outcome(0);
+				}
 				handled = 1;
 			} else if (lazy_may_defer(s, e, w.prot) &&
 				   mmf_lazy_set(&lz_prot, s, e, w.prot) == 0) {
@@ -1396,6 +1420,8 @@ static int lazy_fault(int sig, siginfo_t *si, void *uc)
 			/* readers may load the entry: one atomic store */
 			uint8_t touches = (uint8_t)(q->touches + 1);
 			__atomic_store_n(&q->touches, touches, __ATOMIC_RELAXED);
+			if (touches == 1)
+				lazy_outcome(1);
 			if (touches < LAZY_DENSE && ge - gs > 4 * g) {
 				gs = a & ~(g - 1);
 				ge = gs + g;
@@ -1446,6 +1472,7 @@ static void lazy_start(void)
 {
 	if (mode != MMF_MODE_LAZY)
 		return;
+	lz_touched_max = (uint32_t)(cfg.v[MMF_OPT_LAZY_TOUCHED] * 1024 / 100);
 	lz_overcommit = (int)read_proc_long("/proc/sys/vm/overcommit_memory", 0);
 	lz_max_maps = (uint64_t)read_proc_long("/proc/sys/vm/max_map_count", 65530);
 	if (mmf_lazy_init(&lz_prot, LAZY_CAP) || mmf_lazy_init(&lz_unlock, LAZY_CAP) ||
