@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 
@@ -41,7 +42,10 @@ struct chain {
 	struct slot *cur;
 };
 
-static struct chain chains[2]; /* SIGSEGV, SIGBUS */
+/* SIGSEGV, SIGBUS: mapped when the signals are claimed (5 KiB the
+ * library's writable segment does not carry: a conservative collector
+ * scans that segment as roots). */
+static struct chain *chains;
 static int state;              /* 0 not claimed, 1 claiming, 2 claimed */
 static mmf_fault_fn fault_fn;
 static unsigned long libc_restorer;
@@ -57,7 +61,10 @@ void mmf_sig_restore(void); /* sigrestore.S */
 
 static struct chain *chain_of(int sig)
 {
-	return sig == SIGSEGV ? &chains[0] : sig == SIGBUS ? &chains[1] : NULL;
+	struct chain *c = __atomic_load_n(&chains, __ATOMIC_ACQUIRE);
+	if (!c)
+		return NULL;
+	return sig == SIGSEGV ? &c[0] : sig == SIGBUS ? &c[1] : NULL;
 }
 
 static long rt_sigaction(int sig, const struct mmf_ksa *act, struct mmf_ksa *oact)
@@ -259,6 +266,15 @@ int mmf_sigchain_claim(mmf_fault_fn fn)
 	}
 	static const int sigs[2] = {SIGSEGV, SIGBUS};
 	struct mmf_ksa old[2];
+	if (!chains) { /* only the claimer gets here */
+		void *m = mmf_sys_mmap(NULL, 2 * sizeof(struct chain), PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (mmf_sys_err((long)m)) {
+			__atomic_store_n(&state, 0, __ATOMIC_RELEASE);
+			return (int)(long)m;
+		}
+		__atomic_store_n(&chains, (struct chain *)m, __ATOMIC_RELEASE);
+	}
 	/* A record must exist before the handler can run. */
 	for (int i = 0; i < 2; i++) {
 		long r = rt_sigaction(sigs[i], NULL, &old[i]);

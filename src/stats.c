@@ -22,8 +22,33 @@ struct chunk {
 
 static struct chunk *chunks;
 static struct mmf_tstats shared_block; /* when memory runs out */
-static struct mmf_tstats retired;
-static uint64_t events[MMF_E_COUNT];
+/* Process-wide totals: mapped at the first count, so that the library's
+ * writable segment stays small (a conservative collector scans it as
+ * roots).  shared_block stays static: it is where counts go when no memory
+ * can be mapped. */
+struct totals {
+	struct mmf_tstats retired;
+	uint64_t events[MMF_E_COUNT];
+};
+static struct totals *totals_p;
+
+static struct totals *totals(void)
+{
+	struct totals *g = __atomic_load_n(&totals_p, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(g != NULL, 1))
+		return g;
+	void *m = mmf_sys_mmap(NULL, sizeof(struct totals), PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mmf_sys_err((long)m))
+		return NULL;
+	struct totals *none = NULL;
+	if (!__atomic_compare_exchange_n(&totals_p, &none, (struct totals *)m, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		mmf_sys_munmap(m, sizeof(struct totals)); /* another thread won */
+		return none;
+	}
+	return (struct totals *)m;
+}
 static uint32_t threads_seen;
 static __thread struct mmf_tstats *self __attribute__((tls_model("initial-exec")));
 static pthread_key_t exit_key;
@@ -49,8 +74,13 @@ const char *mmf_kind_name(int k) { return kind_names[k]; }
 const char *mmf_field_name(int f) { return field_names[f]; }
 const char *mmf_event_name(int e) { return event_names[e]; }
 
-void mmf_event(int e) { __atomic_fetch_add(&events[e], 1, __ATOMIC_RELAXED); }
-void mmf_event_add(int e, uint64_t n) { __atomic_fetch_add(&events[e], n, __ATOMIC_RELAXED); }
+void mmf_event_add(int e, uint64_t n)
+{
+	struct totals *g = totals();
+	if (g)
+		__atomic_fetch_add(&g->events[e], n, __ATOMIC_RELAXED);
+}
+void mmf_event(int e) { mmf_event_add(e, 1); }
 
 static struct block *claim(void)
 {
@@ -106,7 +136,9 @@ static void fold(struct mmf_tstats *dst, struct mmf_tstats *src, int zero)
 void mmf_stats_thread_exit(void *p)
 {
 	struct block *b = p;
-	fold(&retired, &b->t, 1);
+	struct totals *g = totals();
+	if (g)
+		fold(&g->retired, &b->t, 1);
 	if (self == &b->t)
 		self = NULL;
 	__atomic_store_n(&b->used, 0, __ATOMIC_RELEASE);
@@ -125,9 +157,10 @@ int mmf_stats_late_init(void)
 
 void mmf_stats_fork_child(void)
 {
-	memset(&retired, 0, sizeof retired);
+	struct totals *g = __atomic_load_n(&totals_p, __ATOMIC_ACQUIRE);
+	if (g)
+		memset(g, 0, sizeof *g);
 	memset(&shared_block, 0, sizeof shared_block);
-	memset(events, 0, sizeof events);
 	threads_seen = self ? 1 : 0;
 	for (struct chunk *c = chunks; c; c = c->next)
 		for (int i = 0; i < CHUNK_BLOCKS; i++) {
@@ -140,14 +173,16 @@ void mmf_stats_fork_child(void)
 void mmf_stats_snapshot(struct mmf_tstats *out, uint64_t ev[MMF_E_COUNT], uint32_t *threads)
 {
 	memset(out, 0, sizeof *out);
-	fold(out, &retired, 0);
+	struct totals *g = __atomic_load_n(&totals_p, __ATOMIC_ACQUIRE);
+	if (g)
+		fold(out, &g->retired, 0);
 	fold(out, &shared_block, 0);
 	for (struct chunk *c = __atomic_load_n(&chunks, __ATOMIC_ACQUIRE); c; c = c->next)
 		for (int i = 0; i < CHUNK_BLOCKS; i++)
 			if (LD(c->b[i].used))
 				fold(out, &c->b[i].t, 0);
 	for (int e = 0; e < MMF_E_COUNT; e++)
-		ev[e] = LD(events[e]);
+		ev[e] = g ? LD(g->events[e]) : 0;
 	if (threads)
 		*threads = LD(threads_seen);
 }

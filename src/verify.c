@@ -90,16 +90,26 @@ static int flags_ok(const char *f, const struct mmf_want *w)
 
 int mmf_verify_smaps(uint64_t s, uint64_t e, const struct mmf_want *w)
 {
+	/* only one verifier at a time (see below); mapped the first time, so
+	 * that the library's writable segment stays small */
+	static char *buf;
+	enum { BUFSZ = 65536 };
+	if (!buf) {
+		void *m = mmf_sys_mmap(NULL, BUFSZ, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+				       -1, 0);
+		if (mmf_sys_err((long)m))
+			return -1;
+		buf = m;
+	}
 	long fd = mmf_sys_open("/proc/self/smaps", 0, 0);
 	if (fd < 0)
 		return -1;
-	static char buf[65536]; /* only one verifier at a time: see below */
 	char line[1024];
 	size_t ll = 0;
 	uint64_t vs = 0, ve = 0, covered = s;
 	int ok = 1, in = 0;
 	for (;;) {
-		long n = mmf_sys_read((int)fd, buf, sizeof buf);
+		long n = mmf_sys_read((int)fd, buf, BUFSZ);
 		if (n <= 0)
 			break;
 		for (long i = 0; i < n; i++) {
