@@ -259,15 +259,22 @@ static void lazy_drop(uint64_t s, uint64_t e);
 
 static int lazy_on; /* lazy mode, tables ready, the fault handler is ours */
 
-/* In lazy mode a writer section runs with asynchronous signals blocked.
- * A handler that ran inside it on this thread could touch a page whose
+/* A writer section runs with asynchronous signals blocked, for two
+ * reasons.  A collector that stops the world with signals (Boehm GC, Mono)
+ * parks each mutator in a handler until it restarts them, and calls
+ * mprotect/munmap itself meanwhile: a mutator parked inside a section
+ * would hold the lock the collector's call waits for, for ever
+ * (tests/preload/stopworld.c hung in every mode before).  And in lazy
+ * mode a handler that ran inside a section could touch a page whose
  * promotion waits: its fault cannot be served then (the section may be
  * rewriting the very tables that say what waits, and this thread holds the
  * lock), and passing it on would hand the program a fault the kernel would
  * not have raised.  Synchronous signals stay open (blocking them would
  * make the kernel kill the process on a fault); none is raised inside a
  * section, whose code touches only mmfold's own memory.  The mask the
- * thread had is put back when the section ends (or in a forked child). */
+ * thread had is put back when the section ends (or in a forked child).
+ * Cost: two rt_sigprocmask calls per section (a call that changes the
+ * map); a skipped call takes no section. */
 static __thread volatile int wmasked __attribute__((tls_model("initial-exec")));
 static __thread uint64_t wmask_old __attribute__((tls_model("initial-exec")));
 
@@ -278,7 +285,7 @@ static __thread uint64_t wmask_old __attribute__((tls_model("initial-exec")));
 
 static void async_block(void)
 {
-	if (!__atomic_load_n(&lazy_on, __ATOMIC_RELAXED) || wmasked)
+	if (wmasked)
 		return;
 	uint64_t set = ~SYNC_SIGNALS;
 	if (mmf_sys6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&set, (long)&wmask_old, 8, 0, 0) == 0)

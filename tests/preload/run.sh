@@ -18,7 +18,7 @@
 #      lazystress test runs each seed REPEAT times per thread count in lazy
 #      mode (make soak raises them),
 # Tests: walk walk-shape walk-stats errno_matrix barrier ctor sigreentry broken
-# sigchain barrier-sigchain lazystress (default: all; the last two run with
+# sigchain barrier-sigchain lazystress stopworld (default: all; the last two run with
 # MMFOLD_SIGCHAIN=on, so mmfold's SIGSEGV handler runs first).  Each program runs without the library (reference) and
 # with it in modes off, safe and observe; stdout and exit status must be
 # identical (stderr too, except in observe mode).  Prints "PASS name" or
@@ -57,6 +57,7 @@ build() {
 	{
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/walk" "$HERE/walk.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/lazystress" "$HERE/lazystress.c" &&
+		"$CC" "${CFLAGS[@]}" -o "$BUILD/stopworld" "$HERE/stopworld.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/errno_matrix" "$HERE/errno_matrix.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/barrier" "$HERE/barrier.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/sigreentry" "$HERE/sigreentry.c" &&
@@ -298,7 +299,7 @@ t_lazystress() {
 
 tests=("$@")
 [ ${#tests[@]} = 0 ] && tests=(walk walk-shape walk-stats errno_matrix barrier ctor sigreentry broken
-	sigchain barrier-sigchain lazystress)
+	sigchain barrier-sigchain lazystress stopworld)
 for t in "${tests[@]}"; do
 	case $t in
 	walk) t_walk ;;
@@ -310,6 +311,7 @@ for t in "${tests[@]}"; do
 	sigreentry) t_simple sigreentry "$BUILD/sigreentry" ;;
 	broken) t_broken ;;
 	lazystress) t_lazystress ;;
+	stopworld) t_simple stopworld "$BUILD/stopworld" 2000 ;;
 	sigchain) t_simple sigchain env MMFOLD_SIGCHAIN=on "$BUILD/sigchain" all ;;
 	barrier-sigchain) t_simple barrier-sigchain env MMFOLD_SIGCHAIN=on "$BUILD/barrier" 2 ;;
 	*) bad "$t" "unknown test" ;;

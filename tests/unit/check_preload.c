@@ -674,6 +674,10 @@ END_TEST
  * fault, the same output as without mmfold (a bounded run; make soak). */
 START_TEST(script_lazystress) { run_script("lazystress"); }
 END_TEST
+/* A collector that stops the world with signals and calls mprotect while
+ * it is stopped: no deadlock in any mode. */
+START_TEST(script_stopworld) { run_script("stopworld"); }
+END_TEST
 
 /* ---- call-site profile (MMFOLD_PROFILE) ---------------------------------- */
 
@@ -1029,6 +1033,7 @@ Suite *preload_suite(void)
 	tcase_add_test(d, script_sigreentry);
 	tcase_add_test(d, script_broken_is_caught);
 	tcase_add_test(d, script_lazystress);
+	tcase_add_test(d, script_stopworld);
 	suite_add_tcase(s, d);
 	TCase *p = tcase_create("profile");
 	tcase_add_checked_fixture(p, setup, teardown);
