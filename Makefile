@@ -93,7 +93,7 @@ $(UNIT_BIN): $(UNIT_SRC) $(ENGINE_SRC) $(HEADERS) tests/unit/suites.h | deps-che
 	  $(UNIT_SRC) $(ENGINE_SRC) $(CHECK_LIBS) -pthread
 
 PROGS := $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(wildcard tests/progs/*.c))
-$(BUILD)/progs/%: tests/progs/%.c
+$(BUILD)/progs/%: tests/progs/%.c tests/progs/jitcode.h
 	@mkdir -p $(BUILD)/progs
 	$(CC) -std=gnu11 $(WARN) -O2 -g -o $@ $< -pthread
 
