@@ -149,7 +149,9 @@ bench-shape: $(LIB)
 	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/bench_shape tools/bench_shape.sh
 
 # W^X flips: none / MMFOLD_WX=keep / relax / off alternating (LuaJIT, wxflip).
+# W^X flips: LuaJIT, Ruby's YJIT (Debian's ruby 3.1 has it) and C programs.
 bench-wx: deps-clients $(LIB)
+	$(call need,ruby time)
 	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/bench_wx tools/bench_wx.sh
 
 # Sanitizer and valgrind runs of the unit tests.

@@ -95,6 +95,28 @@ static void jit_vmas(uintptr_t lo, uintptr_t hi)
 	printf("vma count %d\n", n);
 }
 
+/* The readahead VmFlags of the VMA holding addr (/proc/self/smaps): "sr",
+ * "rr", "-" (neither) or "?" (no such VMA). */
+static const char *jit_ra_flags(uintptr_t addr)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	int in = 0;
+	const char *ra = "?";
+	while (f && fgets(line, sizeof line, f)) {
+		uintptr_t s, e;
+		if (sscanf(line, "%lx-%lx ", &s, &e) == 2) {
+			in = s <= addr && addr < e;
+			continue;
+		}
+		if (in && !strncmp(line, "VmFlags:", 8))
+			ra = strstr(line, " sr") ? "sr" : strstr(line, " rr") ? "rr" : "-";
+	}
+	if (f)
+		fclose(f);
+	return ra;
+}
+
 /* WXFLIP_BASE_FILE=path: "lo hi" in hex, for a sampler of /proc/PID/maps. */
 static void jit_base_file(uintptr_t lo, uintptr_t hi)
 {

@@ -109,26 +109,9 @@ static void vmas(void)
 	jit_vmas((uintptr_t)base, (uintptr_t)base + (uintptr_t)nareas * AREA);
 }
 
-/* The readahead flags (rr, sr) of the VMA at p from /proc/self/smaps. */
 static void ra_flags(int i)
 {
-	FILE *f = fopen("/proc/self/smaps", "r");
-	char line[512];
-	int in = 0;
-	uintptr_t a = (uintptr_t)base + (uintptr_t)i * AREA;
-	const char *ra = "?";
-	while (f && fgets(line, sizeof line, f)) {
-		uintptr_t s, e;
-		if (sscanf(line, "%lx-%lx ", &s, &e) == 2) {
-			in = s <= a && a < e;
-			continue;
-		}
-		if (in && !strncmp(line, "VmFlags:", 8))
-			ra = strstr(line, " sr") ? "sr" : strstr(line, " rr") ? "rr" : "-";
-	}
-	if (f)
-		fclose(f);
-	printf("ra %d %s\n", i, ra);
+	printf("ra %d %s\n", i, jit_ra_flags((uintptr_t)base + (uintptr_t)i * AREA));
 }
 
 /* mprotect/pkey_mprotect(..., RWX) -> EACCES, everything else allowed. */

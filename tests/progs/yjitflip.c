@@ -22,6 +22,9 @@
  *            block: mprotect of a page to PROT_READ; 7 windows RW at once;
  *            an RX that cuts a two-page window in half; mmap(MAP_FIXED)
  *            over a page; munmap of 64 KiB; an RX across the hole.
+ *   advice:  halfway, the program gives the page of its last inline
+ *            function MADV_SEQUENTIAL itself, and prints the readahead
+ *            VmFlags of that page at the end ("ra" line).
  *   rx=page: make only the pages written RX instead of the whole block
  *            (what trimming the call would do; for the benchmark).
  *   hold=MS: sleep MS milliseconds before exiting (for a sampler).
@@ -122,6 +125,8 @@ static void vmas(void) { jit_vmas((uintptr_t)mem, (uintptr_t)mem + 2 * blk); }
 
 static char *last_cb, *first_cb, *last_ocb;
 static int cb_only; /* end_ops: the outlined block is done with */
+static long advice_at = -1;
+static char *advised;
 
 /* One compilation: code into both blocks (and a patch every 8th), then
  * both blocks RX, then the new code runs. */
@@ -142,6 +147,10 @@ static void compile(long it, int probing)
 		p[0] = 0xb8;
 		memcpy(p + 1, &v, 4);
 		p[5] = 0xc3;
+	}
+	if (it == advice_at && last_cb) {
+		advised = (char *)((uintptr_t)last_cb & ~(PG - 1));
+		must(madvise(advised, PG, MADV_SEQUENTIAL), "madvise");
 	}
 	if (probing && it % 64 == 0)
 		probe("it rw", f);
@@ -252,6 +261,8 @@ int main(int argc, char **argv)
 			probing = 1;
 		else if (!strcmp(argv[i], "end"))
 			end = 1;
+		else if (!strcmp(argv[i], "advice"))
+			advice_at = iters / 2;
 		else if (!strcmp(argv[i], "rx=page"))
 			rx_page = 1;
 		else if (!strncmp(argv[i], "hold=", 5))
@@ -278,6 +289,8 @@ int main(int argc, char **argv)
 	else
 		probes();
 	vmas();
+	if (advised)
+		printf("ra %s\n", jit_ra_flags((uintptr_t)advised));
 	fflush(stdout);
 	if (hold) {
 		struct timespec ts = {hold / 1000, (hold % 1000) * 1000000L};

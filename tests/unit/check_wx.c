@@ -453,6 +453,30 @@ START_TEST(window_keep_same_view)
 }
 END_TEST
 
+/* Keep, a window: the program's own readahead advice on a page of the
+ * inline block halfway wins: that page ends with the VmFlags it has with
+ * MMFOLD_MODE=off, mmfold gives the block up (its other windows give
+ * their advice back) and keeps only the outlined block's windows. */
+START_TEST(window_program_advice_wins)
+{
+	const char *args[] = {"16", "3000", "advice", NULL};
+	const char *off[] = {"MMFOLD_MODE=off", NULL};
+	const char *env[] = {"MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
+	char l[200];
+	prog = "yjitflip";
+	run(&a, 1, off, args);
+	run(&b, 1, env, args);
+	ck_assert_msg(a.status == 0 && b.status == 0, "status %d/%d: %s", a.status, b.status, b.err);
+	same_view(a.out, b.out);
+	ck_assert_str_eq(line(b.out, "ra ", l, sizeof l), "ra sr");
+	ck_assert_int_eq(jfield(b.err, NULL, "wx_program_advice"), 1);
+	ck_assert_int_eq(jfield(b.err, NULL, "wx_window_regions"), 2);
+	/* after the advice only the outlined block's RX calls count */
+	ck_assert_int_lt(jfield(b.err, NULL, "wx_window_flips"), 2 * 3000);
+	ck_assert_int_gt(jfield(b.err, NULL, "wx_window_flips"), 3000);
+}
+END_TEST
+
 /* Relax, a window: the blocks are rwx while they flip (sampled), few
  * mprotect calls reach the kernel, the flips counted are keep's; every
  * call that ends a relaxation (mprotect to R, more windows than followed,
@@ -497,6 +521,7 @@ Suite *wx_suite(void)
 	tcase_add_test(tc, keep_alternating_areas);
 	tcase_add_test(tc, window_keep_never_rwx);
 	tcase_add_test(tc, window_keep_same_view);
+	tcase_add_test(tc, window_program_advice_wins);
 	tcase_add_test(tc, window_relax_exact);
 	suite_add_tcase(s, tc);
 	return s;
