@@ -283,7 +283,7 @@ $(ARM64_UNIT_BIN): $(UNIT_SRC) $(ENGINE_SRC) $(HEADERS) tests/unit/suites.h | de
 	$(ARM64_CC) -std=gnu11 -D_GNU_SOURCE -Isrc $(WARN) $(CFLAGS) $(ARM64_CHECK_CFLAGS) -o $@ \
 	  $(UNIT_SRC) $(ENGINE_SRC) $(ARM64_CHECK_LIBS) -pthread
 
-$(ARM64_BUILD)/progs/%: tests/progs/%.c | deps-arm64
+$(ARM64_BUILD)/progs/%: tests/progs/%.c tests/progs/jitcode.h | deps-arm64
 	@mkdir -p $(ARM64_BUILD)/progs
 	$(ARM64_CC) -std=gnu11 $(WARN) -O2 -g -o $@ $< -pthread
 

@@ -91,10 +91,11 @@ static void executable(struct block *b)
 	b->lo = b->hi = -1;
 }
 
-/* Writes a function returning v at b's write position (len bytes in all,
- * the rest int3), making the pages it reaches writable; returns it. */
+/* Writes a function returning v at b's write position (len bytes rounded
+ * up to 16 in all, the rest int3), making the pages it reaches writable; returns it. */
 static char *emit(struct block *b, uint32_t v, size_t len)
 {
+	len = (len + 15) & ~(size_t)15; /* instructions aligned (arm64 needs 4) */
 	if (b->pos + len > b->size)
 		b->pos = 0;
 	size_t at = b->pos;
@@ -141,12 +142,8 @@ static void compile(long it, int probing)
 		/* patch an older function: its page RW (YJIT rewrites branches) */
 		size_t at = (size_t)(last_cb - cb.base) / 2 & ~(size_t)63;
 		writable(&cb, at);
-		writable(&cb, at + 5);
-		unsigned char *p = (unsigned char *)cb.base + at;
-		uint32_t v = (uint32_t)(it & 0xffff);
-		p[0] = 0xb8;
-		memcpy(p + 1, &v, 4);
-		p[5] = 0xc3;
+		writable(&cb, at + 7);
+		jit_emit((unsigned char *)cb.base + at, (uint32_t)(it & 0xffff));
 	}
 	if (it == advice_at && last_cb) {
 		advised = (char *)((uintptr_t)last_cb & ~(PG - 1));
@@ -224,10 +221,7 @@ static void end_ops(long it)
 		at = 0;
 	printf("end mprotect 2 pages RW %d\n", mprotect(cb.base + at, 2 * PG, RW));
 	char *f = cb.base + at + PG - 32;
-	unsigned char *p = (unsigned char *)f;
-	p[0] = 0xb8;
-	memset(p + 1, 0x11, 4);
-	p[5] = 0xc3;
+	jit_emit((unsigned char *)f, 0x11111111u);
 	printf("end mprotect RX half %d\n", mprotect(cb.base, at + PG, RX));
 	probe("half0", f);
 	probe("half1", cb.base + at + PG); /* int3 filler: a call traps */
