@@ -51,6 +51,8 @@ struct win {
 
 struct ent {
 	uint64_t s, e;
+	uint64_t used;    /* tick of its last flip request (a full table ends
+			   the keep of the least recently used) */
 	uint32_t flips;
 	uint8_t state;
 	uint8_t kind;     /* AREA or REGION */
@@ -561,7 +563,17 @@ static struct ent *alloc_ent(void)
 			return x;
 		}
 	}
-	return NULL;
+	/* all kept or relaxed: the kept range that flipped least recently
+	 * gives its advice back (a JIT flips its newest code, and a program
+	 * that moves its window page by page would otherwise keep the
+	 * first 64 pages apart for ever) */
+	struct ent *old = NULL;
+	for (int i = 0; i < WX_MAX; i++)
+		if (tab[i].state == ST_KEPT && (!old || tab[i].used < old->used))
+			old = &tab[i];
+	if (old)
+		end_keep(old);
+	return old;
 }
 
 /* Counts a flip of x (its RW/RX sequence went one step further) and acts
@@ -594,6 +606,7 @@ static void window_rw(uint64_t s, uint64_t e)
 	if (x->state == ST_RELAXED || !proven(s, e, MMF_Q_PROT, RW, 0))
 		return;
 	x->open = 1;
+	x->used = ++tick;
 	struct win *w = win_find(x, s, e);
 	if (!w && !(w = win_add(x, s, e)))
 		return;
@@ -626,6 +639,8 @@ static int ring_take(struct ent *x, uint64_t s, uint64_t e)
 static void count_flip(uint64_t s, uint64_t e, int prot)
 {
 	struct ent *x = find_exact(s, e);
+	if (x)
+		x->used = ++tick;
 	if (!x && prot == RW) {
 		window_rw(s, e);
 		return;
@@ -650,6 +665,7 @@ static void count_flip(uint64_t s, uint64_t e, int prot)
 		memset(x, 0, sizeof *x);
 		x->s = s;
 		x->e = e;
+		x->used = ++tick;
 		x->state = ST_CAND;
 		x->last = (uint8_t)prot;
 		nused++;

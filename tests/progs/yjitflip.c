@@ -1,7 +1,7 @@
 /* A JIT's writable window in miniature, shaped like Ruby 3.1's YJIT
  * (tests/unit/check_wx.c, tools/bench_wx.sh).
  *
- *   yjitflip MIB ITERS [probe] [end] [rx=page] [hold=MS]
+ *   yjitflip MIB ITERS [probe] [end] [advice] [rx=page] [hold=MS] [pause=MS]
  *
  * Maps 2*MIB MiB read+exec, makes it RW, fills it with int3 and makes it RX
  * again, as YJIT does at start-up; its halves are the inline and the
@@ -28,6 +28,8 @@
  *   rx=page: make only the pages written RX instead of the whole block
  *            (what trimming the call would do; for the benchmark).
  *   hold=MS: sleep MS milliseconds before exiting (for a sampler).
+ *   pause=MS: sleep MS milliseconds after the loop, before the rest (for a
+ *            sampler: under relax the blocks are still rwx then).
  * WXFLIP_BASE_FILE=path: the blocks' start and end address are written
  * there (hex) before the first flip.
  * Output is the same with and without mmfold except the "vma" lines. */
@@ -167,6 +169,13 @@ static void iterate(long from, long n, int probing)
 		compile(it, probing);
 }
 
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	if (ms > 0)
+		nanosleep(&ts, NULL);
+}
+
 static void probes(void)
 {
 	probe("first", first_cb);
@@ -244,12 +253,12 @@ static void end_ops(long it)
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: yjitflip MIB ITERS [probe] [end] [rx=page] [hold=MS]\n");
+		fprintf(stderr, "usage: yjitflip MIB ITERS [probe] [end] [advice] [rx=page] [hold=MS] [pause=MS]\n");
 		return 2;
 	}
 	blk = (size_t)atol(argv[1]) << 20;
 	long iters = atol(argv[2]);
-	int probing = 0, end = 0, hold = 0;
+	int probing = 0, end = 0, hold = 0, pause = 0;
 	for (int i = 3; i < argc; i++) {
 		if (!strcmp(argv[i], "probe"))
 			probing = 1;
@@ -261,6 +270,8 @@ int main(int argc, char **argv)
 			rx_page = 1;
 		else if (!strncmp(argv[i], "hold=", 5))
 			hold = atoi(argv[i] + 5);
+		else if (!strncmp(argv[i], "pause=", 6))
+			pause = atoi(argv[i] + 6);
 	}
 	if (blk < (1 << 20) || iters < 1)
 		return 2;
@@ -277,6 +288,7 @@ int main(int argc, char **argv)
 
 	iterate(0, iters, probing);
 	printf("flips %ld sum %lu\n", iters, sum);
+	sleep_ms(pause);
 	vmas();
 	if (end)
 		end_ops(iters);
@@ -286,9 +298,6 @@ int main(int argc, char **argv)
 	if (advised)
 		printf("ra %s\n", jit_ra_flags((uintptr_t)advised));
 	fflush(stdout);
-	if (hold) {
-		struct timespec ts = {hold / 1000, (hold % 1000) * 1000000L};
-		nanosleep(&ts, NULL);
-	}
+	sleep_ms(hold);
 	return 0;
 }

@@ -477,6 +477,31 @@ START_TEST(window_program_advice_wins)
 }
 END_TEST
 
+/* Keep with more flipping areas than followed at once (64): yjitflip
+ * rx=page makes only the pages it wrote RX, so each page in turn is an
+ * area.  Once every entry is kept, the least recently flipped area gives
+ * its advice back for the newest one: more than 64 areas are kept over the
+ * run, the blocks never hold more than about 64 extra VMAs, no mapping is
+ * ever rwx and the output is that of MMFOLD_MODE=off. */
+START_TEST(keep_full_table)
+{
+	const char *args[] = {"16", "20000", "rx=page", "hold=50", NULL};
+	const char *off[] = {"MMFOLD_MODE=off", NULL};
+	const char *env[] = {"MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
+	char l[200];
+	prog = "yjitflip";
+	run(&a, 1, off, args);
+	run(&b, 1, env, args);
+	ck_assert_msg(a.status == 0 && b.status == 0, "status %d/%d: %s", a.status, b.status, b.err);
+	same_view(a.out, b.out);
+	ck_assert_int_eq(b.rwx_any, 0);
+	long kept = jfield(b.err, NULL, "wx_kept_apart");
+	ck_assert_msg(kept > 64, "wx_kept_apart %ld: no kept area was given up", kept);
+	int n = atoi(line(b.out, "vma count", l, sizeof l) + 10);
+	ck_assert_msg(n > 1 && n <= 1 + 2 * 64, "vma count %d", n);
+}
+END_TEST
+
 /* Relax, a window: the blocks are rwx while they flip (sampled), few
  * mprotect calls reach the kernel, the flips counted are keep's; every
  * call that ends a relaxation (mprotect to R, more windows than followed,
@@ -485,7 +510,7 @@ END_TEST
  * left once they ended. */
 START_TEST(window_relax_exact)
 {
-	const char *args[] = {"16", "6000", "end", "hold=150", NULL};
+	const char *args[] = {"16", "6000", "end", "pause=200", NULL};
 	const char *off[] = {"MMFOLD_MODE=off", NULL};
 	const char *env[] = {"MMFOLD_WX=relax", "MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
 	prog = "yjitflip";
@@ -522,6 +547,7 @@ Suite *wx_suite(void)
 	tcase_add_test(tc, window_keep_never_rwx);
 	tcase_add_test(tc, window_keep_same_view);
 	tcase_add_test(tc, window_program_advice_wins);
+	tcase_add_test(tc, keep_full_table);
 	tcase_add_test(tc, window_relax_exact);
 	suite_add_tcase(s, tc);
 	return s;
