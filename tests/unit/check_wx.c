@@ -205,6 +205,8 @@ static const char *line(const char *out, const char *prefix, char *dst, size_t n
 	return dst;
 }
 
+static struct res a, b; /* too big for the stack of a test */
+
 /* p and q are the same but for their "vma" lines (what mmfold may change). */
 static void same_view(const char *p, const char *q)
 {
@@ -212,6 +214,17 @@ static void same_view(const char *p, const char *q)
 	without(p, "vma", x, sizeof x);
 	without(q, "vma", y, sizeof y);
 	ck_assert_str_eq(x, y);
+}
+
+/* Runs the program with args under MMFOLD_MODE=off into a and with env
+ * into b; both must succeed and show the same but for their "vma" lines. */
+static void off_and(const char *const *env, const char *const *args)
+{
+	const char *off[] = {"MMFOLD_MODE=off", NULL};
+	run(&a, 1, off, args);
+	run(&b, 1, env, args);
+	ck_assert_msg(a.status == 0 && b.status == 0, "status %d/%d: %s", a.status, b.status, b.err);
+	same_view(a.out, b.out);
 }
 
 static void setup(void)
@@ -232,7 +245,6 @@ static void teardown(void)
 		fprintf(stderr, "could not remove %s\n", tmpdir);
 }
 
-static struct res a, b; /* too big for the stack of a test */
 
 /* Keep: sampled from another process while the areas flip, no mapping is
  * ever rwx; the sampler saw the areas both r-x and rw- (it sampled during
@@ -384,12 +396,8 @@ END_TEST
 START_TEST(keep_alternating_areas)
 {
 	const char *args[] = {AREAS, "2000", "interleave", NULL};
-	const char *off[] = {"MMFOLD_MODE=off", NULL};
 	const char *env[] = {"MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
-	run(&a, 1, off, args);
-	run(&b, 1, env, args);
-	ck_assert_msg(a.status == 0 && b.status == 0, "status %d/%d: %s", a.status, b.status, b.err);
-	same_view(a.out, b.out);
+	off_and(env, args);
 	ck_assert_int_eq(jfield(b.err, NULL, "wx_kept_apart"), 4);
 	ck_assert_msg(strstr(b.out, "vma count 4\n"), "areas not kept apart:\n%s", b.out);
 	ck_assert_int_eq(b.rwx_any, 0);
@@ -460,14 +468,10 @@ END_TEST
 START_TEST(window_program_advice_wins)
 {
 	const char *args[] = {"16", "3000", "advice", NULL};
-	const char *off[] = {"MMFOLD_MODE=off", NULL};
 	const char *env[] = {"MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
 	char l[200];
 	prog = "yjitflip";
-	run(&a, 1, off, args);
-	run(&b, 1, env, args);
-	ck_assert_msg(a.status == 0 && b.status == 0, "status %d/%d: %s", a.status, b.status, b.err);
-	same_view(a.out, b.out);
+	off_and(env, args);
 	ck_assert_str_eq(line(b.out, "ra ", l, sizeof l), "ra sr");
 	ck_assert_int_eq(jfield(b.err, NULL, "wx_program_advice"), 1);
 	ck_assert_int_eq(jfield(b.err, NULL, "wx_window_regions"), 2);
@@ -486,14 +490,10 @@ END_TEST
 START_TEST(keep_full_table)
 {
 	const char *args[] = {"16", "20000", "rx=page", "hold=50", NULL};
-	const char *off[] = {"MMFOLD_MODE=off", NULL};
 	const char *env[] = {"MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
 	char l[200];
 	prog = "yjitflip";
-	run(&a, 1, off, args);
-	run(&b, 1, env, args);
-	ck_assert_msg(a.status == 0 && b.status == 0, "status %d/%d: %s", a.status, b.status, b.err);
-	same_view(a.out, b.out);
+	off_and(env, args);
 	ck_assert_int_eq(b.rwx_any, 0);
 	long kept = jfield(b.err, NULL, "wx_kept_apart");
 	ck_assert_msg(kept > 64, "wx_kept_apart %ld: no kept area was given up", kept);
@@ -511,13 +511,9 @@ END_TEST
 START_TEST(window_relax_exact)
 {
 	const char *args[] = {"16", "6000", "end", "pause=200", NULL};
-	const char *off[] = {"MMFOLD_MODE=off", NULL};
 	const char *env[] = {"MMFOLD_WX=relax", "MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
 	prog = "yjitflip";
-	run(&a, 1, off, args);
-	run(&b, 1, env, args);
-	ck_assert_msg(a.status == 0 && b.status == 0, "status %d/%d: %s", a.status, b.status, b.err);
-	same_view(a.out, b.out);
+	off_and(env, args);
 	ck_assert_msg(b.rwx_areas > 0, "no rwx mapping over the blocks in %d samples", b.samples);
 	long calls = jfield(b.err, "mprotect", "calls"), fwd = jfield(b.err, "mprotect", "forwarded");
 	ck_assert_msg(calls > 4 * 6000 && fwd < calls / 50, "%ld of %ld mprotect calls forwarded", fwd,
