@@ -463,14 +463,15 @@ static int thp_fits(uint64_t s, uint64_t e)
 
 static void keep(struct ent *x)
 {
+	if (x->kind == REGION) {
+		/* its windows get their own VMA as they come (window_rw), each
+		 * only where nobody else gave readahead advice (keep_window) */
+		x->state = ST_KEPT;
+		return;
+	}
 	if (!proven(x->s, x->e, MMF_Q_ADV, MMF_ADV_WX, 0)) {
 		x->state = ST_DONE; /* the program's own readahead advice: hands off */
 		mmf_event(MMF_E_WX_PROGRAM);
-		return;
-	}
-	if (x->kind == REGION) {
-		/* its windows get their own VMA as they come (window_rw) */
-		x->state = ST_KEPT;
 		return;
 	}
 	int c = pick_colour(x->s, x->e);
