@@ -7,6 +7,8 @@
 #   relax  LD_PRELOAD=$MMFOLD_LIB MMFOLD_WX=relax
 #   wxoff  LD_PRELOAD=$MMFOLD_LIB MMFOLD_WX=off (safe mode without the W^X
 #          part: shows what keep itself changes)
+#   oldkeep, oldrelax  keep and relax with another build of the library,
+#          BENCH_OLD_LIB (to compare two versions side by side)
 # Each cell: median (min-max) of wall, user and system time (/usr/bin/time), and
 # the mprotect calls that reached the kernel (mmfold's statistics; for none
 # from one extra untimed run with MMFOLD_MODE=off, which forwards all), and
@@ -29,7 +31,7 @@
 #                  so that touching them at start costs less than the flips)
 #   yjitflip_rxpage  the same with rx=page: only the pages written are made
 #                  RX (what trimming the RX call to the window would leave)
-# env: MMFOLD_LIB, BUILD (default build/bench_wx), BENCH_REPS (default 7),
+# env: MMFOLD_LIB, BENCH_OLD_LIB, BUILD (default build/bench_wx), BENCH_REPS (default 7),
 #      BENCH_ONLY, BENCH_CONFIGS (default "none keep relax wxoff"), CC
 set -euo pipefail
 
@@ -70,6 +72,9 @@ env_of() {
 	keep) ENVS=(LD_PRELOAD="$MMFOLD_LIB") ;;
 	relax) ENVS=(LD_PRELOAD="$MMFOLD_LIB" MMFOLD_WX=relax) ;;
 	wxoff) ENVS=(LD_PRELOAD="$MMFOLD_LIB" MMFOLD_WX=off) ;;
+	oldkeep | oldrelax)
+		[[ -f ${BENCH_OLD_LIB:-} ]] || { echo "bench_wx.sh: $1 needs BENCH_OLD_LIB" >&2; exit 2; }
+		ENVS=(LD_PRELOAD="$BENCH_OLD_LIB" MMFOLD_WX="${1#old}") ;;
 	*) echo "bench_wx.sh: unknown configuration $1" >&2; exit 2 ;;
 	esac
 }
