@@ -3,8 +3,8 @@
  *
  *   yjitflip MIB ITERS [probe] [end] [advice] [rx=page] [hold=MS] [pause=MS]
  *
- * Maps 2*MIB MiB read+exec, makes it RW, fills it with int3 and makes it RX
- * again, as YJIT does at start-up; its halves are the inline and the
+ * Maps 2*MIB MiB read+exec near its own code, makes it RW, fills it with
+ * int3 and makes it RX again, as YJIT does at start-up; its halves are the inline and the
  * outlined code block.  ITERS times: writes a function into each block at
  * its write position, making each 4 KiB page the write reaches RW first
  * (once per page until the next RX, as YJIT's cb_mark_position_writeable
@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -275,7 +276,19 @@ int main(int argc, char **argv)
 	}
 	if (blk < (1 << 20) || iters < 1)
 		return 2;
-	mem = mmap(NULL, 2 * blk, RX, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	/* As Ruby: no transparent huge pages (it turns them off at start for
+	 * copy-on-write after fork; so does this, or mmfold's THP advice
+	 * would make the blocks differ from YJIT's). */
+	prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
+	/* As YJIT: near the program's code (MAP_FIXED_NOREPLACE at a hint,
+	 * trying further up), and anywhere if that fails. */
+	uintptr_t hint = ((uintptr_t)&main + (1UL << 30)) & ~((1UL << 21) - 1);
+	mem = MAP_FAILED;
+	for (int k = 0; k < 16 && mem == MAP_FAILED; k++)
+		mem = mmap((void *)(hint + (uintptr_t)k * 2 * blk), 2 * blk, RX,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (mem == MAP_FAILED)
+		mem = mmap(NULL, 2 * blk, RX, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (mem == MAP_FAILED)
 		return 2;
 	must(mprotect(mem, 2 * blk, RW), "mprotect");
