@@ -199,6 +199,10 @@ valgrind: deps-check $(UNIT_BIN) $(LIB) $(PROGS)
 	    $(VG) --trace-children=no $(BUILD)/progs/$$s >/dev/null 2>$(BUILD)/vg-lazy.log || \
 	    { cat $(BUILD)/vg-lazy.log; exit 1; }; \
 	done; echo "valgrind: library clean in lazy mode (lazy loop, batch count)"
+	for wx in keep relax; do \
+	  LD_PRELOAD=$(abspath $(LIB)) MMFOLD_WX=$$wx MMFOLD_STATS=1 MMFOLD_STATS_FILE=/dev/null \
+	    $(VG) --smc-check=all --trace-children=no $(BUILD)/progs/yjitflip 2 400 >/dev/null || exit 1; \
+	done; echo "valgrind: library clean with W^X windows kept and relaxed (yjitflip)"
 
 # ---- benchmark programs (mmfold bench runs them; installed in LIBEXECDIR) --
 BENCH_BINS  := noop_mprotect toggle threads_noop
