@@ -78,7 +78,10 @@ enum {
 	X(WX_RELAXED, "wx_relaxed")       /* flipping areas mapped RWX once */  \
 	X(WX_SKIPPED, "wx_flips_skipped") /* RW/RX flips answered on them */    \
 	X(WX_ENDED, "wx_relax_ended")     /* relaxations ended by another call */ \
-	X(WX_REFUSED, "wx_rwx_refused")   /* the kernel refused RWX: forwarding */
+	X(WX_REFUSED, "wx_rwx_refused")   /* the kernel refused RWX: forwarding */ \
+	X(WX_REGIONS, "wx_window_regions") /* regions found flipping a window */ \
+	X(WX_WIN_FLIPS, "wx_window_flips") /* RX of such a region after a window */ \
+	X(WX_WIN_KEPT, "wx_windows_kept") /* window pages given their own VMA */
 
 enum {
 #define X(id, name, ...) MMF_E_##id,

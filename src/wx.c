@@ -24,24 +24,54 @@
  * KiB by default); a candidate that stops flipping is replaced. */
 #define WX_MAX 64
 
+/* Windows followed per region, and how many of them keep's advice holds
+ * in VMAs of their own at once. */
+#define WIN_MAX 6
+#define WIN_KEPT 2
+/* RW requests remembered until an RX request covers them (a region). */
+#define RING 8
+
 enum { ST_FREE, ST_CAND, ST_KEPT, ST_RELAXED, ST_DONE };
 /* Readahead advice that tells neighbours apart; C_UNK: not known. */
 enum { C_NONE, C_RAND, C_SEQ, C_UNK };
+/* The shape of a flip. */
+enum {
+	AREA,   /* the same range RW, then RX (LuaJIT, PHP) */
+	REGION, /* a window inside the range RW, then the range RX (YJIT) */
+};
+
+/* A window: a range the program made RW inside a region. */
+struct win {
+	uint64_t s, e;
+	uint64_t used;    /* tick of its last RW request (least recently used goes) */
+	uint32_t hits;    /* RW requests of exactly this range */
+	uint8_t colour;   /* keep: C_* mmfold applied (C_NONE: none) */
+	uint8_t rw;       /* relax: the program's view is RW (else the region's) */
+};
 
 struct ent {
 	uint64_t s, e;
+	uint64_t used;    /* tick of its last flip request (a full table ends
+			   the keep of the least recently used) */
 	uint32_t flips;
 	uint8_t state;
-	uint8_t last;     /* the protection the program last asked for */
-	uint8_t colour;   /* ST_KEPT: C_* mmfold applied */
+	uint8_t kind;     /* AREA or REGION */
+	uint8_t last;     /* the protection the program last asked for (REGION: RX) */
+	uint8_t colour;   /* AREA, ST_KEPT: C_* mmfold applied */
+	uint8_t open;     /* REGION: a window was made RW since the last RX */
+	struct win w[WIN_MAX]; /* REGION; s == e: a free slot */
 };
 
 static struct mmf_wx_env env;
 static int active;
 static struct ent tab[WX_MAX];
 static int nused, nrelaxed; /* nrelaxed is read without the lock (a hint) */
+static int nregions;        /* entries of kind REGION */
 static int refused;         /* the kernel refused RWX once: never again */
 static unsigned victim;
+static uint64_t tick;
+static struct { uint64_t s, e; } ring[RING]; /* s == e: empty */
+static unsigned ring_next;
 
 #define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define ST(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
@@ -109,27 +139,35 @@ static void set_bits(uint64_t s, uint64_t e, uint8_t set, uint8_t clear, uint8_t
 	mmf_map_update(env.map, s, e, &u);
 }
 
+static int madv(uint64_t s, uint64_t e, int advice)
+{
+	return mmf_sys6(SYS_madvise, (long)s, (long)(e - s), advice, 0, 0, 0) == 0;
+}
+
+/* Keep: take mmfold's readahead advice off a window again (the window
+ * merges back into its region once both have the same protection). */
+static void uncolour(struct win *w)
+{
+	if (w->colour != C_NONE && proven(w->s, w->e, MMF_Q_ADV, MMF_ADV_WX, 1) &&
+	    madv(w->s, w->e, MADV_NORMAL))
+		set_bits(w->s, w->e, 0, MMF_ADV_WX, 0);
+	w->colour = C_NONE;
+}
+
 static void drop(struct ent *x)
 {
 	if (x->state == ST_RELAXED)
 		ST(nrelaxed, nrelaxed - 1);
+	if (x->kind == REGION) {
+		for (int i = 0; i < WIN_MAX; i++)
+			uncolour(&x->w[i]);
+		nregions--;
+	}
 	x->state = ST_FREE;
 	nused--;
 }
 
-/* ---- lock-free look (relax) -------------------------------------------- */
-
-int mmf_wx_pre(const struct mmf_op *op)
-{
-	uint64_t s, e;
-	int prot;
-	if (!active || env.mode != MMF_WX_RELAX || !LD(nrelaxed) || !is_mprotect(op))
-		return MMF_WX_NONE;
-	if (!span((uint64_t)op->a[0], (uint64_t)op->a[1], &s, &e) ||
-	    !proven(s, e, MMF_Q_ADV, MMF_ADV_WX, 1))
-		return MMF_WX_NONE;
-	return flip_args(op, &s, &e, &prot) ? MMF_WX_TRY_SKIP : MMF_WX_FORWARD;
-}
+/* ---- lookups ------------------------------------------------------------ */
 
 static struct ent *find_exact(uint64_t s, uint64_t e)
 {
@@ -146,6 +184,101 @@ static struct ent *find_exact(uint64_t s, uint64_t e)
 	return NULL;
 }
 
+/* The smallest region (not ST_DONE) that holds [s,e) without being
+ * exactly it. */
+static struct ent *region_of(uint64_t s, uint64_t e)
+{
+	struct ent *best = NULL;
+	for (int i = 0; nregions && i < WX_MAX; i++) {
+		struct ent *x = &tab[i];
+		if (x->kind == REGION && x->state != ST_FREE && x->state != ST_DONE && x->s <= s &&
+		    e <= x->e && (x->s != s || x->e != e) && (!best || x->e - x->s < best->e - best->s))
+			best = x;
+	}
+	return best;
+}
+
+static struct win *win_find(struct ent *x, uint64_t s, uint64_t e)
+{
+	for (int i = 0; i < WIN_MAX; i++)
+		if (x->w[i].s == s && x->w[i].e == e && s != e)
+			return &x->w[i];
+	return NULL;
+}
+
+/* A slot for a new window [s,e) of x: windows it overlaps are given up
+ * first; then a free slot, else the least recently used one that relax
+ * may forget (one the program does not see RW).  NULL when there is none. */
+static struct win *win_add(struct ent *x, uint64_t s, uint64_t e)
+{
+	struct win *v = NULL;
+	for (int i = 0; i < WIN_MAX; i++) {
+		struct win *w = &x->w[i];
+		if (w->s != w->e && w->s < e && s < w->e && !w->rw) {
+			uncolour(w);
+			w->s = w->e = 0;
+		}
+	}
+	for (int i = 0; i < WIN_MAX; i++) {
+		struct win *w = &x->w[i];
+		if (w->s == w->e) {
+			v = w;
+			break;
+		}
+		if (!w->rw && (!v || w->used < v->used))
+			v = w;
+	}
+	if (!v)
+		return NULL;
+	uncolour(v);
+	memset(v, 0, sizeof *v);
+	v->s = s;
+	v->e = e;
+	return v;
+}
+
+/* ---- lock-free look (relax) -------------------------------------------- */
+
+int mmf_wx_pre(const struct mmf_op *op)
+{
+	uint64_t s, e;
+	int prot;
+	if (!active || env.mode != MMF_WX_RELAX || !LD(nrelaxed) || !is_mprotect(op))
+		return MMF_WX_NONE;
+	if (!span((uint64_t)op->a[0], (uint64_t)op->a[1], &s, &e) ||
+	    !proven(s, e, MMF_Q_ADV, MMF_ADV_WX, 1))
+		return MMF_WX_NONE;
+	return flip_args(op, &s, &e, &prot) ? MMF_WX_TRY_SKIP : MMF_WX_FORWARD;
+}
+
+/* A flip inside relaxed region x: RW of a window, or RX of a part that
+ * leaves no window half RW.  1 when answered. */
+static int skip_in_region(struct ent *x, uint64_t s, uint64_t e, int prot)
+{
+	if (prot == RW) {
+		if (x->last == RW)
+			return 1; /* all of it is RW to the program already */
+		struct win *w = win_find(x, s, e);
+		if (!w && !(w = win_add(x, s, e)))
+			return 0; /* more windows than followed: end it */
+		w->rw = 1;
+		w->used = ++tick;
+		x->open = 1;
+		return 1;
+	}
+	if (x->last != RX)
+		return 0;
+	for (int i = 0; i < WIN_MAX; i++) {
+		struct win *w = &x->w[i];
+		if (w->rw && w->s < e && s < w->e && (w->s < s || e < w->e))
+			return 0;
+	}
+	for (int i = 0; i < WIN_MAX; i++)
+		if (x->w[i].rw && s <= x->w[i].s && x->w[i].e <= e)
+			x->w[i].rw = 0;
+	return 1;
+}
+
 int mmf_wx_skip(const struct mmf_op *op)
 {
 	uint64_t s, e;
@@ -153,31 +286,63 @@ int mmf_wx_skip(const struct mmf_op *op)
 	if (!flip_args(op, &s, &e, &prot))
 		return 0;
 	struct ent *x = find_exact(s, e);
+	int inside = 0;
+	if (!x || x->state != ST_RELAXED) {
+		x = region_of(s, e);
+		inside = 1;
+	}
 	/* re-checked under the lock: the map must still say RWX and relaxed */
 	if (!x || x->state != ST_RELAXED || !proven(s, e, MMF_Q_ADV, MMF_ADV_WX, 1) ||
 	    !proven(s, e, MMF_Q_PROT, RWX, 0))
 		return 0;
-	x->last = (uint8_t)prot;
+	if (inside) {
+		if (!skip_in_region(x, s, e, prot))
+			return 0;
+	} else {
+		x->last = (uint8_t)prot;
+		if (x->kind == REGION) {
+			for (int i = 0; i < WIN_MAX; i++)
+				x->w[i].rw = 0;
+			if (prot == RX && x->open)
+				mmf_event(MMF_E_WX_WIN_FLIPS);
+			x->open = 0;
+		}
+	}
 	mmf_event(MMF_E_WX_SKIPPED);
 	return 1;
 }
 
 /* ---- ending what mmfold did --------------------------------------------- */
 
-/* Relax: give the range back the protection the program last asked for.
- * Only when the map still proves it RWX and relaxed (a re-entrant call may
- * have changed it behind the map's back: then leave the kernel alone). */
+/* Relax: gives a relaxed range the protections the program last asked
+ * for (a region: its own, then its windows').  0 on success. */
+static long restore(struct ent *x)
+{
+	long r = mmf_sys6(SYS_mprotect, (long)x->s, (long)(x->e - x->s), x->last, 0, 0, 0);
+	for (int i = 0; r == 0 && x->kind == REGION && i < WIN_MAX; i++)
+		if (x->w[i].rw)
+			r = mmf_sys6(SYS_mprotect, (long)x->w[i].s, (long)(x->w[i].e - x->w[i].s), RW,
+				     0, 0, 0);
+	return r;
+}
+
+/* Relax: give the range back what the program last asked for.  Only when
+ * the map still proves it RWX and relaxed (a re-entrant call may have
+ * changed it behind the map's back: then leave the kernel alone). */
 static void end_relax(struct ent *x)
 {
 	if (proven(x->s, x->e, MMF_Q_ADV, MMF_ADV_WX, 1) && proven(x->s, x->e, MMF_Q_PROT, RWX, 0)) {
-		long r = mmf_sys6(SYS_mprotect, (long)x->s, (long)(x->e - x->s), x->last, 0, 0, 0);
-		if (r == 0) {
+		if (restore(x) == 0) {
 			struct mmf_upd u;
 			memset(&u, 0, sizeof u);
 			u.fields = MMF_F_PROT;
 			u.a.prot = x->last;
 			u.adv_clear_mask = MMF_ADV_WX;
 			mmf_map_update(env.map, x->s, x->e, &u);
+			u.a.prot = RW;
+			for (int i = 0; x->kind == REGION && i < WIN_MAX; i++)
+				if (x->w[i].rw)
+					mmf_map_update(env.map, x->w[i].s, x->w[i].e, &u);
 		} else {
 			mmf_map_forget(env.map, x->s, x->e);
 		}
@@ -190,11 +355,11 @@ static void end_relax(struct ent *x)
  * fails with EFAULT across VMAs that would have been one). */
 static void end_keep(struct ent *x)
 {
-	if (x->colour != C_NONE && proven(x->s, x->e, MMF_Q_ADV, MMF_ADV_WX, 1)) {
-		if (mmf_sys6(SYS_madvise, (long)x->s, (long)(x->e - x->s), MADV_NORMAL, 0, 0, 0) == 0)
+	if (x->kind == AREA && x->colour != C_NONE && proven(x->s, x->e, MMF_Q_ADV, MMF_ADV_WX, 1)) {
+		if (madv(x->s, x->e, MADV_NORMAL))
 			set_bits(x->s, x->e, 0, MMF_ADV_WX, 0);
 	}
-	drop(x);
+	drop(x); /* a region's windows too */
 }
 
 /* The ranges op may change, for ending and forgetting; returns how many. */
@@ -253,9 +418,16 @@ void mmf_wx_before(const struct mmf_op *op)
 /* The readahead advice of the VMA holding addr, as far as mmfold knows. */
 static int colour_at(uint64_t addr)
 {
-	for (int i = 0; i < WX_MAX; i++)
-		if (tab[i].state == ST_KEPT && tab[i].s <= addr && addr < tab[i].e)
-			return tab[i].colour;
+	for (int i = 0; i < WX_MAX; i++) {
+		struct ent *x = &tab[i];
+		if (x->state != ST_KEPT || addr < x->s || x->e <= addr)
+			continue;
+		if (x->kind == AREA)
+			return x->colour;
+		for (int j = 0; j < WIN_MAX; j++)
+			if (x->w[j].colour != C_NONE && x->w[j].s <= addr && addr < x->w[j].e)
+				return x->w[j].colour;
+	}
 	struct mmf_rec r;
 	if (!mmf_map_lookup(env.map, addr, &r))
 		return C_NONE; /* a hole: nothing to merge with */
@@ -263,6 +435,16 @@ static int colour_at(uint64_t addr)
 		return C_NONE; /* nobody's readahead advice */
 	return C_UNK;
 }
+
+/* Readahead advice for [s,e) that differs from both neighbours' (C_NONE:
+ * none does). */
+static int pick_colour(uint64_t s, uint64_t e)
+{
+	int l = colour_at(s - env.page), r = colour_at(e);
+	return (l != C_RAND && r != C_RAND) ? C_RAND : (l != C_SEQ && r != C_SEQ) ? C_SEQ : C_NONE;
+}
+
+static int colour_adv(int c) { return c == C_RAND ? MADV_RANDOM : MADV_SEQUENTIAL; }
 
 /* Does some folio size the THP policy serves only with MADV_HUGEPAGE fit
  * an aligned block inside [s,e)? */
@@ -281,16 +463,19 @@ static int thp_fits(uint64_t s, uint64_t e)
 
 static void keep(struct ent *x)
 {
+	if (x->kind == REGION) {
+		/* its windows get their own VMA as they come (window_rw), each
+		 * only where nobody else gave readahead advice (keep_window) */
+		x->state = ST_KEPT;
+		return;
+	}
 	if (!proven(x->s, x->e, MMF_Q_ADV, MMF_ADV_WX, 0)) {
 		x->state = ST_DONE; /* the program's own readahead advice: hands off */
 		mmf_event(MMF_E_WX_PROGRAM);
 		return;
 	}
-	int l = colour_at(x->s - env.page), r = colour_at(x->e);
-	int c = (l != C_RAND && r != C_RAND) ? C_RAND : (l != C_SEQ && r != C_SEQ) ? C_SEQ : C_NONE;
-	if (c != C_NONE &&
-	    mmf_sys6(SYS_madvise, (long)x->s, (long)(x->e - x->s),
-		     c == C_RAND ? MADV_RANDOM : MADV_SEQUENTIAL, 0, 0, 0) != 0) {
+	int c = pick_colour(x->s, x->e);
+	if (c != C_NONE && !madv(x->s, x->e, colour_adv(c))) {
 		x->state = ST_DONE;
 		return;
 	}
@@ -300,10 +485,39 @@ static void keep(struct ent *x)
 	mmf_event(MMF_E_WX_KEPT);
 	if (thp_fits(x->s, x->e) && proven(x->s, x->e, MMF_Q_ADV, MMF_ADV_HUGEPAGE, 0) &&
 	    proven(x->s, x->e, MMF_Q_ADV, MMF_ADV_NOHUGEPAGE, 0) &&
-	    mmf_sys6(SYS_madvise, (long)x->s, (long)(x->e - x->s), MADV_HUGEPAGE, 0, 0, 0) == 0) {
+	    madv(x->s, x->e, MADV_HUGEPAGE)) {
 		set_bits(x->s, x->e, MMF_ADV_HUGEPAGE | MMF_ADV_OURS, MMF_ADV_NOHUGEPAGE, 0);
 		mmf_event(MMF_E_WX_THP);
 	}
+}
+
+/* Keep, a window w of region x made RW again: give it a VMA of its own
+ * (readahead advice unlike its neighbours'), so that neither this flip's
+ * RX of the region nor the next RW of the window splits or merges the
+ * region's VMA.  At most WIN_KEPT windows per region hold advice: the
+ * least recently used one gives it back. */
+static void keep_window(struct ent *x, struct win *w)
+{
+	if (!proven(w->s, w->e, MMF_Q_ADV, MMF_ADV_WX, 0))
+		return;
+	int c = pick_colour(w->s, w->e);
+	if (c == C_NONE || !madv(w->s, w->e, colour_adv(c)))
+		return;
+	set_bits(w->s, w->e, MMF_ADV_WX, 0, 0);
+	w->colour = (uint8_t)c;
+	mmf_event(MMF_E_WX_WIN_KEPT);
+	int n = 0;
+	struct win *old = NULL;
+	for (int i = 0; i < WIN_MAX; i++) {
+		struct win *v = &x->w[i];
+		if (v->colour == C_NONE)
+			continue;
+		n++;
+		if (v != w && (!old || v->used < old->used))
+			old = v;
+	}
+	if (n > WIN_KEPT && old)
+		uncolour(old);
 }
 
 static void relax(struct ent *x)
@@ -330,6 +544,8 @@ static void relax(struct ent *x)
 	u.a.prot = RWX;
 	u.adv_set_mask = MMF_ADV_WX;
 	mmf_map_update(env.map, x->s, x->e, &u);
+	for (int i = 0; i < WIN_MAX; i++)
+		x->w[i].rw = 0; /* relaxed right after an RX of all of it */
 	x->state = ST_RELAXED;
 	ST(nrelaxed, nrelaxed + 1);
 	mmf_event(MMF_E_WX_RELAXED);
@@ -348,40 +564,148 @@ static struct ent *alloc_ent(void)
 			return x;
 		}
 	}
-	return NULL;
+	/* all kept or relaxed: the kept range that flipped least recently
+	 * gives its advice back (a JIT flips its newest code, and a program
+	 * that moves its window page by page would otherwise keep the
+	 * first 64 pages apart for ever) */
+	struct ent *old = NULL;
+	for (int i = 0; i < WX_MAX; i++)
+		if (tab[i].state == ST_KEPT && (!old || tab[i].used < old->used))
+			old = &tab[i];
+	if (old)
+		end_keep(old);
+	return old;
+}
+
+/* Counts a flip of x (its RW/RX sequence went one step further) and acts
+ * once it is flipping. */
+static void flipped(struct ent *x)
+{
+	if (x->kind == REGION)
+		mmf_event(MMF_E_WX_WIN_FLIPS);
+	if (x->state != ST_CAND || ++x->flips < MMF_WX_DETECT)
+		return;
+	if (x->kind == REGION)
+		mmf_event(MMF_E_WX_REGIONS);
+	if (env.mode == MMF_WX_RELAX)
+		relax(x);
+	else
+		keep(x);
+}
+
+/* An RW request on [s,e) that is no area's: a window of a region, or
+ * remembered until an RX request covers it. */
+static void window_rw(uint64_t s, uint64_t e)
+{
+	struct ent *x = region_of(s, e);
+	if (!x) {
+		ring[ring_next % RING].s = s;
+		ring[ring_next % RING].e = e;
+		ring_next++;
+		return;
+	}
+	if (x->state == ST_RELAXED || !proven(s, e, MMF_Q_PROT, RW, 0))
+		return;
+	x->open = 1;
+	x->used = ++tick;
+	struct win *w = win_find(x, s, e);
+	if (!w && !(w = win_add(x, s, e)))
+		return;
+	w->hits++;
+	w->used = ++tick;
+	if (x->state == ST_KEPT && w->colour == C_NONE && w->hits >= 2)
+		keep_window(x, w);
+}
+
+/* Moves the remembered RW requests inside [s,e) (and not all of it) into
+ * the windows of x; returns how many. */
+static int ring_take(struct ent *x, uint64_t s, uint64_t e)
+{
+	int n = 0;
+	for (int i = 0; i < RING; i++)
+		if (ring[i].s != ring[i].e && s <= ring[i].s && ring[i].e <= e &&
+		    (ring[i].s != s || ring[i].e != e)) {
+			if (n < WIN_MAX) {
+				x->w[n].s = ring[i].s;
+				x->w[n].e = ring[i].e;
+				x->w[n].hits = 1;
+				x->w[n].used = ++tick;
+				n++;
+			}
+			ring[i].s = ring[i].e = 0;
+		}
+	return n;
 }
 
 static void count_flip(uint64_t s, uint64_t e, int prot)
 {
 	struct ent *x = find_exact(s, e);
-	/* Following starts at an RX request: programs that only toggle RW
-	 * and read-only (GC write barriers) cost a lookup, nothing more. */
-	if (!x && prot != RX)
+	if (x)
+		x->used = ++tick;
+	if (!x && prot == RW) {
+		window_rw(s, e);
 		return;
-	/* owned, unsealed, wholly known, and now prot: the record is the truth */
+	}
+	if (x && x->kind == REGION) {
+		if (prot == RX && x->open) {
+			x->open = 0;
+			flipped(x);
+		}
+		return;
+	}
+	/* Following starts at an RX request: programs that only toggle RW
+	 * and read-only (GC write barriers) cost a lookup, nothing more.
+	 * Owned, unsealed, wholly known, and now prot: the record is the truth. */
 	if (!proven(s, e, MMF_Q_PROT, (uint8_t)prot, 0))
 		return;
-	if (!x) {
+	int fresh = !x;
+	if (fresh) {
 		x = alloc_ent();
 		if (!x)
 			return;
 		memset(x, 0, sizeof *x);
 		x->s = s;
 		x->e = e;
+		x->used = ++tick;
 		x->state = ST_CAND;
 		x->last = (uint8_t)prot;
 		nused++;
+	}
+	if (x->state != ST_CAND)
+		return;
+	/* RX of a range that holds windows made RW since: a region (also
+	 * when its first RX request found no window) */
+	if (prot == RX && x->flips == 0 && x->last == RX && ring_take(x, s, e)) {
+		x->kind = REGION;
+		nregions++;
+		flipped(x);
 		return;
 	}
-	if (x->state != ST_CAND || x->last == prot)
+	if (fresh || x->last == prot)
 		return;
 	x->last = (uint8_t)prot;
-	if (++x->flips < MMF_WX_DETECT)
-		return;
-	if (env.mode == MMF_WX_RELAX)
-		relax(x);
-	else
-		keep(x);
+	flipped(x);
+}
+
+/* The program gave readahead advice on [s,e): hands off every range it
+ * touches, now and later (a region gives its other windows' advice back). */
+static void program_advice(uint64_t s, uint64_t e)
+{
+	for (int i = 0; nused && i < WX_MAX; i++) {
+		struct ent *x = &tab[i];
+		if ((x->state != ST_KEPT && x->state != ST_CAND) || x->e <= s || e <= x->s)
+			continue;
+		if (x->state == ST_KEPT)
+			mmf_event(MMF_E_WX_PROGRAM);
+		for (int j = 0; x->kind == REGION && j < WIN_MAX; j++) {
+			struct win *w = &x->w[j];
+			if (w->s < e && s < w->e)
+				w->colour = C_NONE; /* the program's advice is in force there */
+			else
+				uncolour(w);
+		}
+		x->state = ST_DONE;
+	}
 }
 
 void mmf_wx_after(const struct mmf_op *op, long r)
@@ -403,13 +727,7 @@ void mmf_wx_after(const struct mmf_op *op, long r)
 		/* The program's own readahead advice wins, now and later:
 		 * the range's readahead state becomes unknown to mmfold. */
 		set_bits(s[0], e[0], 0, 0, MMF_ADV_WX);
-		for (int i = 0; nused && i < WX_MAX; i++)
-			if ((tab[i].state == ST_KEPT || tab[i].state == ST_CAND) &&
-			    tab[i].s < e[0] && s[0] < tab[i].e) {
-				if (tab[i].state == ST_KEPT)
-					mmf_event(MMF_E_WX_PROGRAM);
-				tab[i].state = ST_DONE; /* hands off from now on */
-			}
+		program_advice(s[0], e[0]);
 		return;
 	}
 	if (!nused)
@@ -419,9 +737,9 @@ void mmf_wx_after(const struct mmf_op *op, long r)
 		/* Still mapped and still RWX: what the program asked for last. */
 		for (int i = 0; i < WX_MAX; i++)
 			if (n && tab[i].state == ST_RELAXED && s[0] <= tab[i].s && tab[i].e <= e[0]) {
-				if (mmf_sys6(SYS_mprotect, (long)tab[i].s, (long)(tab[i].e - tab[i].s),
-					     tab[i].last, 0, 0, 0) != 0)
-					mmf_map_forget(env.map, tab[i].s, tab[i].e);
+				restore(&tab[i]);
+				/* the map says RWX: forget it rather than trust it */
+				mmf_map_forget(env.map, tab[i].s, tab[i].e);
 				mmf_event(MMF_E_WX_ENDED);
 				drop(&tab[i]);
 			}

@@ -1,16 +1,24 @@
 /* W^X flips (DESIGN.md 5): JITs that flip code areas between RW and RX.
  *
- * A range is *flipping* when mprotect turned the same owned range from RW to
- * RX or back at least MMF_WX_DETECT times.  Then, by MMFOLD_WX:
- *   keep  (default): the range gets readahead advice (MADV_RANDOM or
+ * Flips are recognised by shape, on owned memory, MMF_WX_DETECT times:
+ *   an area:   mprotect turned the same range from RW to RX or back (LuaJIT;
+ *              several areas may alternate, each followed on its own);
+ *   a region:  mprotect made a range RX after making a smaller range inside
+ *              it (a window) RW (Ruby's YJIT: a page, then the code block).
+ * Then, by MMFOLD_WX:
+ *   keep  (default): an area gets readahead advice (MADV_RANDOM or
  *         MADV_SEQUENTIAL) that differs from its neighbours', so the kernel
  *         keeps it in its own VMA and a flip never splits or merges VMAs;
  *         and MADV_HUGEPAGE when the THP policy lets a folio size fit it.
+ *         A region's windows get that advice when made RW a second time
+ *         (WIN_KEPT per region at most, least recently used gives it back).
  *         Nothing but /proc/PID/maps and smaps' VmFlags shows it.
- *   relax: the range is made RWX once; later RW/RX flips of exactly that
- *         range return 0 without the kernel.  Any other call on it ends the
- *         relaxation first (the protection the program last asked for is
- *         restored) and is then forwarded exactly.
+ *   relax: the area or region is made RWX once; later RW/RX flips of
+ *         exactly the area, RW of a window and RX of the region or of a
+ *         part holding whole windows return 0 without the kernel (the
+ *         windows the program sees RW are remembered).  Any other call on
+ *         it ends the relaxation first (the protections the program last
+ *         asked for are restored) and is then forwarded exactly.
  *
  * The shadow map carries the state that skips depend on (MMF_ADV_WX: known
  * and clear = no readahead advice, mmfold may act; known and set = kept or

@@ -16,6 +16,8 @@
  *           mremap of areas 2-3 (one VMA without mmfold), munmap of them,
  *           mprotect of area 0 to R, of half of area 1 to RW, then X, RWX,
  *           RX.  Needs 4 areas.
+ *   interleave: the areas alternate: all are made RW one after another,
+ *           written, then all made RX one after another, then run.
  *   hold=MS: sleep MS milliseconds before exiting (for a sampler).
  *   deny_rwx: first install a seccomp filter that fails mprotect and
  *           pkey_mprotect to PROT_READ|PROT_WRITE|PROT_EXEC with EACCES, as
@@ -41,33 +43,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "jitcode.h"
+
 #define AREA (64 * 1024)
 
 static char *base;
 static int nareas;
-static sigjmp_buf jb;
-
-static void on_segv(int sig)
-{
-	(void)sig;
-	siglongjmp(jb, 1);
-}
-
 /* Writes a function returning v at p (the area is RW). */
-static void emit(unsigned char *p, uint32_t v)
-{
-#if defined(__x86_64__)
-	p[0] = 0xb8; /* mov eax, imm32 */
-	memcpy(p + 1, &v, 4);
-	p[5] = 0xc3; /* ret */
-#elif defined(__aarch64__)
-	uint32_t ins[2] = {0x52800000u | ((v & 0xffffu) << 5), 0xd65f03c0u}; /* movz w0; ret */
-	memcpy(p, ins, sizeof ins);
-	__builtin___clear_cache((char *)p, (char *)p + sizeof ins);
-#else
-#error "wxflip: x86_64 or aarch64 only"
-#endif
-}
+static void emit(unsigned char *p, uint32_t v) { jit_emit(p, v); }
 
 static void flip(char *a, int prot)
 {
@@ -82,21 +65,8 @@ static void flip(char *a, int prot)
 static void probe_at(const char *label, char *at, int len)
 {
 	volatile unsigned char *p = (volatile unsigned char *)at;
-	volatile char res[4] = "---";
-	volatile unsigned char v = 0;
-	if (!sigsetjmp(jb, 1)) {
-		v = p[0];
-		res[0] = 'r';
-	}
-	if (!sigsetjmp(jb, 1)) {
-		p[0] = v;
-		res[1] = 'w';
-	}
-	if (!sigsetjmp(jb, 1)) {
-		int (*fn)(void) = (int (*)(void))(uintptr_t)p;
-		(void)fn();
-		res[2] = 'x';
-	}
+	char res[4];
+	jit_access(p, 1, res);
 	unsigned long sum = 0;
 	if (res[0] == 'r')
 		for (int k = 0; k < len; k++)
@@ -134,48 +104,14 @@ static void end_ops(void)
 	probe_at("1a", base + AREA, AREA / 2);
 }
 
-/* The /proc/self/maps lines over the areas, clipped, offsets in KiB. */
 static void vmas(void)
 {
-	FILE *f = fopen("/proc/self/maps", "r");
-	char line[512];
-	int n = 0;
-	uintptr_t lo = (uintptr_t)base, hi = lo + (uintptr_t)nareas * AREA;
-	while (f && fgets(line, sizeof line, f)) {
-		uintptr_t s, e;
-		char perms[8];
-		if (sscanf(line, "%lx-%lx %7s", &s, &e, perms) != 3 || e <= lo || s >= hi)
-			continue;
-		s = s < lo ? lo : s;
-		e = e > hi ? hi : e;
-		printf("vma %lu %lu %s\n", (unsigned long)(s - lo) >> 10, (unsigned long)(e - lo) >> 10, perms);
-		n++;
-	}
-	if (f)
-		fclose(f);
-	printf("vma count %d\n", n);
+	jit_vmas((uintptr_t)base, (uintptr_t)base + (uintptr_t)nareas * AREA);
 }
 
-/* The readahead flags (rr, sr) of the VMA at p from /proc/self/smaps. */
 static void ra_flags(int i)
 {
-	FILE *f = fopen("/proc/self/smaps", "r");
-	char line[512];
-	int in = 0;
-	uintptr_t a = (uintptr_t)base + (uintptr_t)i * AREA;
-	const char *ra = "?";
-	while (f && fgets(line, sizeof line, f)) {
-		uintptr_t s, e;
-		if (sscanf(line, "%lx-%lx ", &s, &e) == 2) {
-			in = s <= a && a < e;
-			continue;
-		}
-		if (in && !strncmp(line, "VmFlags:", 8))
-			ra = strstr(line, " sr") ? "sr" : strstr(line, " rr") ? "rr" : "-";
-	}
-	if (f)
-		fclose(f);
-	printf("ra %d %s\n", i, ra);
+	printf("ra %d %s\n", i, jit_ra_flags((uintptr_t)base + (uintptr_t)i * AREA));
 }
 
 /* mprotect/pkey_mprotect(..., RWX) -> EACCES, everything else allowed. */
@@ -204,12 +140,14 @@ int main(int argc, char **argv)
 	}
 	nareas = atoi(argv[1]);
 	long iters = atol(argv[2]);
-	int advice = 0, hold = 0, end = 0;
+	int advice = 0, hold = 0, end = 0, interleave = 0;
 	for (int i = 3; i < argc; i++) {
 		if (!strcmp(argv[i], "advice"))
 			advice = 1;
 		else if (!strcmp(argv[i], "end"))
 			end = 1;
+		else if (!strcmp(argv[i], "interleave"))
+			interleave = 1;
 		else if (!strncmp(argv[i], "hold=", 5))
 			hold = atoi(argv[i] + 5);
 		else if (!strcmp(argv[i], "deny_rwx") && deny_rwx() != 0) {
@@ -225,20 +163,8 @@ int main(int argc, char **argv)
 	base = g + AREA;
 	if (mprotect(base, (size_t)nareas * AREA, PROT_READ | PROT_WRITE) != 0)
 		return 2;
-	const char *bf = getenv("WXFLIP_BASE_FILE");
-	if (bf) {
-		FILE *f = fopen(bf, "w");
-		if (f) {
-			fprintf(f, "%lx %lx\n", (unsigned long)(uintptr_t)base,
-				(unsigned long)((uintptr_t)base + (uintptr_t)nareas * AREA));
-			fclose(f);
-		}
-	}
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_segv;
-	sa.sa_flags = SA_NODEFER;
-	sigaction(SIGSEGV, &sa, NULL);
+	jit_base_file((uintptr_t)base, (uintptr_t)base + (uintptr_t)nareas * AREA);
+	jit_catch_faults();
 	if (advice)
 		madvise(base, AREA, MADV_SEQUENTIAL);
 
@@ -246,7 +172,18 @@ int main(int argc, char **argv)
 	for (long it = 0; it < iters; it++) {
 		if (advice && nareas > 1 && it == iters / 2)
 			madvise(base + AREA, AREA, MADV_NORMAL);
-		for (int a = 0; a < nareas; a++) {
+		for (int a = 0; interleave && a < nareas; a++)
+			flip(base + (size_t)a * AREA, PROT_READ | PROT_WRITE);
+		for (int a = 0; interleave && a < nareas; a++)
+			emit((unsigned char *)base + (size_t)a * AREA + (it % 64) * 64,
+			     (uint32_t)((it * 31 + a) & 0x7fff));
+		for (int a = 0; interleave && a < nareas; a++)
+			flip(base + (size_t)a * AREA, PROT_READ | PROT_EXEC);
+		for (int a = 0; interleave && a < nareas; a++) {
+			int (*fn)(void) = (int (*)(void))(uintptr_t)(base + (size_t)a * AREA + (it % 64) * 64);
+			sum += (unsigned)fn();
+		}
+		for (int a = 0; !interleave && a < nareas; a++) {
 			char *p = base + (size_t)a * AREA;
 			flip(p, PROT_READ | PROT_WRITE);
 			emit((unsigned char *)p + (it % 64) * 64, (uint32_t)((it * 31 + a) & 0x7fff));

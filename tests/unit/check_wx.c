@@ -9,7 +9,14 @@
  *          the computed output is the same; where the kernel refuses RWX
  *          (a seccomp filter standing in for SELinux execmem) every flip
  *          is forwarded and nothing else changes; mremap, munmap and other
- *          mprotects end a relaxation exactly. */
+ *          mprotects end a relaxation exactly.
+ *   alternating areas (all RW, then all RX) are kept apart as well.
+ * tests/progs/yjitflip makes one page at a time RW inside a code block and
+ * then the whole block RX (Ruby's YJIT):
+ *   keep:  never rwx, both blocks recognised, every flip counted, windows
+ *          in VMAs of their own, probes as with MMFOLD_MODE=off;
+ *   relax: few calls reach the kernel, and every call that ends the
+ *          relaxation leaves what MMFOLD_MODE=off leaves. */
 #include <check.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -25,6 +32,7 @@
 #define AREAS "4"
 
 static const char *lib, *build;
+static const char *prog = "wxflip"; /* the program run() runs */
 static char tmpdir[256];
 
 struct res {
@@ -116,7 +124,7 @@ static void run(struct res *r, int preload, const char *const *extra, const char
 		for (; extra && *extra && n < 62; extra++)
 			env[n++] = (char *)*extra;
 		env[n] = NULL;
-		snprintf(progpath, sizeof progpath, "%s/progs/wxflip", build);
+		snprintf(progpath, sizeof progpath, "%s/progs/%s", build, prog);
 		argv[a++] = progpath;
 		for (; args && *args && a < 15; args++)
 			argv[a++] = (char *)*args;
@@ -197,12 +205,35 @@ static const char *line(const char *out, const char *prefix, char *dst, size_t n
 	return dst;
 }
 
+static struct res a, b; /* too big for the stack of a test */
+
+/* p and q are the same but for their "vma" lines (what mmfold may change). */
+static void same_view(const char *p, const char *q)
+{
+	static char x[65536], y[65536];
+	without(p, "vma", x, sizeof x);
+	without(q, "vma", y, sizeof y);
+	ck_assert_str_eq(x, y);
+}
+
+/* Runs the program with args under MMFOLD_MODE=off into a and with env
+ * into b; both must succeed and show the same but for their "vma" lines. */
+static void off_and(const char *const *env, const char *const *args)
+{
+	const char *off[] = {"MMFOLD_MODE=off", NULL};
+	run(&a, 1, off, args);
+	run(&b, 1, env, args);
+	ck_assert_msg(a.status == 0 && b.status == 0, "status %d/%d: %s", a.status, b.status, b.err);
+	same_view(a.out, b.out);
+}
+
 static void setup(void)
 {
 	lib = getenv("MMFOLD_LIB");
 	build = getenv("MMFOLD_BUILD");
 	ck_assert_msg(lib && build, "MMFOLD_LIB and MMFOLD_BUILD must be set (make check does)");
 	snprintf(tmpdir, sizeof tmpdir, "/tmp/mmfold-check-wx.%d", (int)getpid());
+	prog = "wxflip";
 	mkdir(tmpdir, 0700);
 }
 
@@ -214,7 +245,6 @@ static void teardown(void)
 		fprintf(stderr, "could not remove %s\n", tmpdir);
 }
 
-static struct res a, b; /* too big for the stack of a test */
 
 /* Keep: sampled from another process while the areas flip, no mapping is
  * ever rwx; the sampler saw the areas both r-x and rw- (it sampled during
@@ -359,6 +389,144 @@ START_TEST(end_relaxation_exact)
 }
 END_TEST
 
+/* Alternating areas: the four areas are made RW one after another, then
+ * RX one after another (RW 0, RW 1, ..., RX 0, RX 1, ...): each is still
+ * recognised and kept apart, and the program sees what it sees with
+ * MMFOLD_MODE=off. */
+START_TEST(keep_alternating_areas)
+{
+	const char *args[] = {AREAS, "2000", "interleave", NULL};
+	const char *env[] = {"MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
+	off_and(env, args);
+	ck_assert_int_eq(jfield(b.err, NULL, "wx_kept_apart"), 4);
+	ck_assert_msg(strstr(b.out, "vma count 4\n"), "areas not kept apart:\n%s", b.out);
+	ck_assert_int_eq(b.rwx_any, 0);
+}
+END_TEST
+
+/* A writable window (tests/progs/yjitflip, YJIT's shape: one page RW
+ * inside a 16 MiB code block, then the whole block RX), keep: sampled
+ * from another process while it flips, no mapping is ever rwx; both
+ * blocks are recognised and every RX of a block after a window counts
+ * (2 per iteration); windows get a VMA of their own; the same calls reach
+ * the kernel as with MMFOLD_WX=off. */
+START_TEST(window_keep_never_rwx)
+{
+	const char *args[] = {"16", "6000", "hold=100", NULL};
+	const char *env[] = {"MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
+	const char *wxoff[] = {"MMFOLD_WX=off", "MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
+	prog = "yjitflip";
+	run(&a, 1, env, args);
+	ck_assert_msg(a.status == 0, "status %d, stderr: %s", a.status, a.err);
+	ck_assert_msg(a.samples >= 5, "only %d samples of the blocks", a.samples);
+	ck_assert_msg(a.saw_rx && a.saw_rw, "samples r-x %d rw- %d: not sampled during flips",
+		      a.saw_rx, a.saw_rw);
+	ck_assert_msg(a.rwx_any == 0, "%d of %d samples had an rwx mapping", a.rwx_any, a.samples);
+	ck_assert_int_eq(jfield(a.err, NULL, "wx_window_regions"), 2);
+	ck_assert_int_eq(jfield(a.err, NULL, "wx_window_flips"), 2 * 6000);
+	ck_assert_int_ge(jfield(a.err, NULL, "wx_windows_kept"), 2);
+	ck_assert_int_eq(jfield(a.err, NULL, "wx_kept_apart"), 0);
+	run(&b, 1, wxoff, args);
+	ck_assert_int_eq(b.status, 0);
+	ck_assert_int_eq(jfield(b.err, NULL, "wx_window_flips"), 0);
+	ck_assert_int_eq(jfield(a.err, "mprotect", "forwarded"), jfield(b.err, "mprotect", "forwarded"));
+	same_view(a.out, b.out);
+}
+END_TEST
+
+/* Keep, a window: what the program probes (read, write, execute, contents
+ * of the window while RW and after the RX every 64th iteration, and after
+ * each call that ends a relaxation) is what it probes with MMFOLD_MODE=off
+ * and without mmfold; the blocks end as one VMA with off and as a few more
+ * (at most two kept windows per block) with keep. */
+START_TEST(window_keep_same_view)
+{
+	const char *args[] = {"16", "3000", "probe", "end", NULL};
+	const char *off[] = {"MMFOLD_MODE=off", NULL};
+	char l[200];
+	prog = "yjitflip";
+	run(&a, 1, off, args);
+	ck_assert_msg(a.status == 0, "status %d: %s", a.status, a.err);
+	ck_assert_str_eq(line(a.out, "vma count", l, sizeof l), "vma count 1");
+	run(&b, 1, NULL, args);
+	ck_assert_msg(b.status == 0, "status %d: %s", b.status, b.err);
+	int n = atoi(line(b.out, "vma count", l, sizeof l) + 10);
+	ck_assert_msg(n > 1 && n <= 9, "vma count %d after the flips under keep", n);
+	same_view(a.out, b.out);
+	ck_assert_msg(strstr(b.out, "probe it rw rw-") && strstr(b.out, "probe it rx r-x") &&
+			      strstr(b.out, "probe win6 rw-") && strstr(b.out, "probe half1 rw-"),
+		      "probes: %s", b.out);
+	run(&a, 0, NULL, args);
+	same_view(a.out, b.out);
+}
+END_TEST
+
+/* Keep, a window: the program's own readahead advice on a page of the
+ * inline block halfway wins: that page ends with the VmFlags it has with
+ * MMFOLD_MODE=off, mmfold gives the block up (its other windows give
+ * their advice back) and keeps only the outlined block's windows. */
+START_TEST(window_program_advice_wins)
+{
+	const char *args[] = {"16", "3000", "advice", NULL};
+	const char *env[] = {"MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
+	char l[200];
+	prog = "yjitflip";
+	off_and(env, args);
+	ck_assert_str_eq(line(b.out, "ra ", l, sizeof l), "ra sr");
+	ck_assert_int_eq(jfield(b.err, NULL, "wx_program_advice"), 1);
+	ck_assert_int_eq(jfield(b.err, NULL, "wx_window_regions"), 2);
+	/* after the advice only the outlined block's RX calls count */
+	ck_assert_int_lt(jfield(b.err, NULL, "wx_window_flips"), 2 * 3000);
+	ck_assert_int_gt(jfield(b.err, NULL, "wx_window_flips"), 3000);
+}
+END_TEST
+
+/* Keep with more flipping areas than followed at once (64): yjitflip
+ * rx=page makes only the pages it wrote RX, so each page in turn is an
+ * area.  Once every entry is kept, the least recently flipped area gives
+ * its advice back for the newest one: more than 64 areas are kept over the
+ * run, the blocks never hold more than about 64 extra VMAs, no mapping is
+ * ever rwx and the output is that of MMFOLD_MODE=off. */
+START_TEST(keep_full_table)
+{
+	const char *args[] = {"16", "20000", "rx=page", "hold=50", NULL};
+	const char *env[] = {"MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
+	char l[200];
+	prog = "yjitflip";
+	off_and(env, args);
+	ck_assert_int_eq(b.rwx_any, 0);
+	long kept = jfield(b.err, NULL, "wx_kept_apart");
+	ck_assert_msg(kept > 64, "wx_kept_apart %ld: no kept area was given up", kept);
+	int n = atoi(line(b.out, "vma count", l, sizeof l) + 10);
+	ck_assert_msg(n > 1 && n <= 1 + 2 * 64, "vma count %d", n);
+}
+END_TEST
+
+/* Relax, a window: the blocks are rwx while they flip (sampled), few
+ * mprotect calls reach the kernel, the flips counted are keep's; every
+ * call that ends a relaxation (mprotect to R, more windows than followed,
+ * an RX cutting a window, mmap(MAP_FIXED), munmap) leaves what
+ * MMFOLD_MODE=off leaves (the probes after each), and no rwx mapping is
+ * left once they ended. */
+START_TEST(window_relax_exact)
+{
+	const char *args[] = {"16", "6000", "end", "pause=200", NULL};
+	const char *env[] = {"MMFOLD_WX=relax", "MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
+	prog = "yjitflip";
+	off_and(env, args);
+	ck_assert_msg(b.rwx_areas > 0, "no rwx mapping over the blocks in %d samples", b.samples);
+	long calls = jfield(b.err, "mprotect", "calls"), fwd = jfield(b.err, "mprotect", "forwarded");
+	ck_assert_msg(calls > 4 * 6000 && fwd < calls / 50, "%ld of %ld mprotect calls forwarded", fwd,
+		      calls);
+	long relaxed = jfield(b.err, NULL, "wx_relaxed");
+	ck_assert_msg(relaxed >= 5, "wx_relaxed %ld", relaxed);
+	ck_assert_int_eq(jfield(b.err, NULL, "wx_relax_ended"), relaxed);
+	ck_assert_int_ge(jfield(b.err, NULL, "wx_window_flips"), 2 * 6000);
+	const char *tail = strstr(b.out, "end mprotect RX across hole");
+	ck_assert_msg(tail && !strstr(tail, "rwx"), "rwx left after the relaxations ended:\n%s", b.out);
+}
+END_TEST
+
 Suite *wx_suite(void)
 {
 	Suite *s = suite_create("wx");
@@ -371,6 +539,12 @@ Suite *wx_suite(void)
 	tcase_add_test(tc, relax_rwx_few_calls);
 	tcase_add_test(tc, relax_refused_falls_back);
 	tcase_add_test(tc, end_relaxation_exact);
+	tcase_add_test(tc, keep_alternating_areas);
+	tcase_add_test(tc, window_keep_never_rwx);
+	tcase_add_test(tc, window_keep_same_view);
+	tcase_add_test(tc, window_program_advice_wins);
+	tcase_add_test(tc, keep_full_table);
+	tcase_add_test(tc, window_relax_exact);
 	suite_add_tcase(s, tc);
 	return s;
 }
