@@ -64,7 +64,10 @@ struct ent {
 
 static struct mmf_wx_env env;
 static int active;
-static struct ent tab[WX_MAX];
+/* WX_MAX entries, mapped when W^X tracking starts (about 15 KiB that the
+ * library's writable segment does not carry: a conservative collector
+ * scans that segment as roots). */
+static struct ent *tab;
 static int nused, nrelaxed; /* nrelaxed is read without the lock (a hint) */
 static int nregions;        /* entries of kind REGION */
 static int refused;         /* the kernel refused RWX once: never again */
@@ -82,6 +85,14 @@ void mmf_wx_init(const struct mmf_wx_env *e)
 {
 	env = *e;
 	active = env.mode == MMF_WX_KEEP || env.mode == MMF_WX_RELAX;
+	if (active && !tab) {
+		void *m = mmf_sys_mmap(NULL, WX_MAX * sizeof(struct ent), PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (mmf_sys_err((long)m))
+			active = 0; /* no memory: W^X flips are left alone */
+		else
+			tab = m;
+	}
 }
 
 int mmf_wx_tracks_readahead(void) { return active && env.mode == MMF_WX_KEEP; }
