@@ -41,7 +41,7 @@ DEPS_BUILD   := gcc make pkg-config libc6-dev libunwind-dev
 DEPS_CHECK   := check libsubunit-dev libunwind-dev binutils g++ valgrind
 DEPS_CLIENTS := luajit libgc-dev libjemalloc-dev libjemalloc2 nodejs default-jdk-headless
 
-.PHONY: all lib check check-unit check-preload check-clients check-symbols demo bench bench-thp bench-shape bench-lazy bench-wx \
+.PHONY: all lib check check-unit check-preload check-clients check-browser deps-browser check-symbols demo bench bench-thp bench-shape bench-lazy bench-wx \
 	bench-bin asan tsan valgrind deps-build deps-check deps-clients install uninstall clean
 
 all: lib
@@ -125,6 +125,13 @@ check-symbols: $(LIB)
 	if [ "$$exp" != "$$want" ]; then echo "check-symbols: exported symbols differ from preload/libmmfold.map:"; \
 	  diff <(echo "$$want") <(echo "$$exp"); exit 1; fi; \
 	echo "check-symbols: $$(echo "$$exp" | wc -l) exported symbols, as listed in preload/libmmfold.map"
+
+# The HTML/SVG report rendered by headless Chromium (tests/tools/browser.sh):
+# layout measured by the browser, a screenshot decoded and checked.
+check-browser: deps-browser deps-check $(LIB)
+	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/browser SHOT=$(SHOT) tests/tools/browser.sh
+deps-browser:
+	$(call need,chromium)
 
 check-clients: deps-clients $(LIB)
 	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/clients tests/clients/run.sh

@@ -480,7 +480,13 @@ static void symbolise(uint64_t addr, struct sym *y)
 			y->lib = exe;
 	}
 	y->lib_off = addr - (uint64_t)di.dli_fbase;
-	if (di.dli_sname && di.dli_saddr) {
+	/* dladdr names the nearest symbol below the address, which is not the
+	 * function when that one has no dynamic symbol (a static function of
+	 * a stripped library): a symbol whose size ends before it is no name */
+	const ElfW(Sym) *sym = NULL;
+	if (di.dli_sname && di.dli_saddr &&
+	    dladdr1((void *)(addr - 1), &di, (void **)&sym, RTLD_DL_SYMENT) && di.dli_saddr &&
+	    (!sym || !sym->st_size || addr - 1 - (uint64_t)di.dli_saddr < sym->st_size)) {
 		y->func = di.dli_sname;
 		y->func_off = addr - (uint64_t)di.dli_saddr;
 	}
