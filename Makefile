@@ -41,7 +41,7 @@ DEPS_BUILD   := gcc make pkg-config libc6-dev libunwind-dev
 DEPS_CHECK   := check libsubunit-dev libunwind-dev binutils g++ valgrind
 DEPS_CLIENTS := luajit libgc-dev libjemalloc-dev libjemalloc2 nodejs default-jdk-headless
 
-.PHONY: all lib check check-unit check-preload check-clients check-browser deps-browser check-symbols demo bench bench-thp bench-shape bench-lazy bench-wx \
+.PHONY: all lib check check-unit check-preload check-clients check-browser deps-browser bench-live check-symbols demo bench bench-thp bench-shape bench-lazy bench-wx \
 	bench-bin asan tsan valgrind deps-build deps-check deps-clients install uninstall clean
 
 all: lib
@@ -146,6 +146,11 @@ bench: deps-clients $(LIB)
 bench-lazy: $(LIB)
 	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/bench_lazy tools/bench_lazy.sh
 
+# Cost of MMFOLD_LIVE=1 (tools/bench_live.sh): callgrind instructions and
+# alternating wall time on the Boehm-GC demo program and boehm_inc.
+bench-live: deps-clients $(LIB)
+	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/bench_live tools/bench_live.sh
+
 # Large-folio benchmarks (root: switches hugepages-64kB/enabled and restores it).
 bench-thp: deps-clients $(LIB)
 	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/bench_thp tools/bench_thp.sh
@@ -190,6 +195,10 @@ valgrind: deps-check $(UNIT_BIN) $(LIB) $(PROGS)
 	  LD_PRELOAD=$(abspath $(LIB)) MMFOLD_PROFILE=10 MMFOLD_STATS=1 MMFOLD_STATS_FILE=/dev/null \
 	    $(VG) --trace-children=no $(BUILD)/progs/scenario $$s >/dev/null || exit 1; \
 	done; echo "valgrind: library clean with MMFOLD_PROFILE=10 in scenario noop, heap, fork"
+	for s in "noop 200" "fork 5"; do \
+	  LD_PRELOAD=$(abspath $(LIB)) MMFOLD_LIVE=1 MMFOLD_STATS_INTERVAL=1 MMFOLD_STATS=1 \
+	    MMFOLD_STATS_FILE=/dev/null $(VG) --trace-children=no $(BUILD)/progs/scenario $$s >/dev/null || exit 1; \
+	done; echo "valgrind: library clean with MMFOLD_LIVE=1 MMFOLD_STATS_INTERVAL=1 in scenario noop, fork"
 	@# (not the programs that probe PROT_NONE pages: memcheck reports every
 	@# such access as invalid, also one a SIGSEGV handler then makes legal)
 	for s in "lazy loop 16 5" "batch count"; do \

@@ -126,7 +126,13 @@ static void describe(struct mmf_live_hdr *h, int mode)
 static struct mmf_live_hdr *create(void *addr)
 {
 	seg_path(path, sizeof path, mmf_sys_getpid());
-	long fd = mmf_sys_open(path, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
+	/* A file of that name is a stale one of an earlier process with this
+	 * pid, or of this process before an execve: removed, if it is ours
+	 * (/dev/shm is sticky), and never opened, so no one else's file is
+	 * written to. */
+	long fd = mmf_sys_open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+	if (fd == -17 /* EEXIST */ && mmf_sys6(SYS_unlinkat, AT_FDCWD, (long)path, 0, 0, 0, 0) == 0)
+		fd = mmf_sys_open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
 	if (fd < 0) {
 		path[0] = 0;
 		return NULL;

@@ -366,6 +366,15 @@ if $CC -std=gnu11 -O1 -o "$LIVEP" tests/tools/live.c -pthread; then
 	st=$?
 	check "stat of a process without a segment fails (status 1) and says why" \
 		eval 'test $st = 1 && has "$T/stat3" "no live statistics for pid $LPID"'
+	# after an execve into a program without mmfold the pid lives on: the
+	# segment is stale because the process no longer maps it
+	env LD_PRELOAD="$SLIB" MMFOLD_LIVE=1 sh -c 'exec env -u LD_PRELOAD sleep 3' &
+	EPID=$!
+	for _ in $(seq 50); do [[ -e /dev/shm/mmfold.$EPID ]] && ! grep -q libmmfold "/proc/$EPID/maps" && break; sleep 0.1; done
+	mmf top -b -n 1 -d 0.1 >/dev/null 2>"$T/top3.err"
+	check "exec into a program without mmfold: top removes the segment (pid alive, not mapped)" \
+		eval 'kill -0 $EPID && test ! -e "/dev/shm/mmfold.$EPID" && has "$T/top3.err" "removed stale /dev/shm/mmfold.$EPID (pid $EPID no longer maps it"'
+	kill "$EPID" 2>/dev/null; wait "$EPID" 2>/dev/null
 	# a forked child has its own segment, counting from zero
 	start_live "$T/livef.out" "$LIVEP" fork
 	sleep 0.3
