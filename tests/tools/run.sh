@@ -338,7 +338,7 @@ start_live() {
 	local out=$1; shift
 	env LD_PRELOAD="$SLIB" MMFOLD_LIVE=1 "$@" >"$out" 2>&1 &
 	LPID=$!
-	for _ in $(seq 150); do grep -qs ready "$out" && return 0; sleep 0.1; done
+	for _ in $(seq 600); do grep -qs ready "$out" && return 0; sleep 0.1; done
 	return 1
 }
 if $CC -std=gnu11 -O1 -o "$LIVEP" tests/tools/live.c -pthread; then
@@ -377,19 +377,21 @@ if $CC -std=gnu11 -O1 -o "$LIVEP" tests/tools/live.c -pthread; then
 	kill "$EPID" 2>/dev/null; wait "$EPID" 2>/dev/null
 	# a forked child has its own segment, counting from zero
 	start_live "$T/livef.out" "$LIVEP" fork
-	sleep 0.3
+	for _ in $(seq 300); do [[ $(grep -c ready "$T/livef.out") -ge 2 ]] && break; sleep 0.1; done
 	kids=$(grep -o "ready [0-9]*" "$T/livef.out" | awk '{print $2}' | sort -u | tr '\n' ' ')
 	segs=0; for k in $kids; do [[ -e /dev/shm/mmfold.$k ]] && segs=$((segs + 1)); done
 	check "fork: parent and child each have a segment (pids $kids)" test "$segs" = 2
+	thr=""; for k in $kids; do thr+="$(mmf stat --json "$k" 2>&1 | $PY -c 'import json,sys; print(json.load(sys.stdin)["threads"])' 2>&1) "; done
+	check "fork: each counts its own two threads, the child from zero (threads: $thr)" test "$thr" = "2 2 "
 	for k in $kids; do kill -KILL "$k" 2>/dev/null; done
 	wait "$LPID" 2>/dev/null
 	for k in $kids; do rm -f "/dev/shm/mmfold.$k"; done
 	start_live "$T/live3.out" "$LIVEP" for 0.3
 	wait "$LPID"
 	check "a process that exits removes its segment" test ! -e "/dev/shm/mmfold.$LPID"
-	# periodic reports: two or more in 2.5 s with MMFOLD_STATS_INTERVAL=1, then the one at exit
+	# periodic reports: two or more in 3.5 s with MMFOLD_STATS_INTERVAL=1, then the one at exit
 	env LD_PRELOAD="$SLIB" MMFOLD_STATS_INTERVAL=1 MMFOLD_STATS=1 MMFOLD_STATS_FORMAT=json \
-		MMFOLD_STATS_FILE="$T/periodic.json" "$LIVEP" for 2.5 >/dev/null
+		MMFOLD_STATS_FILE="$T/periodic.json" "$LIVEP" for 3.5 >/dev/null
 	check "MMFOLD_STATS_INTERVAL=1: periodic JSON reports with growing counts, then the exit report" \
 		eval '$PY - "$T/periodic.json" <<"EOF"
 import json, sys
