@@ -277,11 +277,18 @@ void mmf_live_fork_child(void)
 	start_reporter();
 }
 
+void mmf_live_forget(void)
+{
+	if (seg && path[0] && seg->pid == mmf_sys_getpid()) {
+		mmf_sys6(SYS_unlinkat, AT_FDCWD, (long)path, 0, 0, 0, 0);
+		path[0] = 0;
+	}
+}
+
 void mmf_live_fini(void)
 {
 	if (seg && path[0]) {
 		calibrate();
-		mmf_sys6(SYS_unlinkat, AT_FDCWD, (long)path, 0, 0, 0, 0);
-		path[0] = 0;
+		mmf_live_forget();
 	}
 }

@@ -52,5 +52,8 @@ void mmf_live_late_init(void);
 void mmf_live_fork_child(void);
 /* At exit: removes the segment's file (the memory stays mapped). */
 void mmf_live_fini(void);
+/* The same from _exit (raw system calls only, async-signal-safe); nothing
+ * in a vfork child (another pid in the same memory). */
+void mmf_live_forget(void);
 
 #endif

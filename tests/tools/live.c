@@ -1,9 +1,11 @@
 /* A small service for the live-statistics tests: two threads make no-op
  * and changing mprotect calls until the process is killed ("run"), or for
  * a number of seconds and then exit() ("for SECONDS"); "fork" also starts a
- * child that does the same.  Prints "ready" once every thread has made a
+ * child that does the same; "vfork" first makes a vfork child that leaves
+ * at once through _exit (in its parent's memory).  Prints "ready" once every thread has made a
  * call, so a test can read the counters from then on. */
 #include <pthread.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +44,13 @@ int main(int argc, char **argv)
 		return 1;
 	if (fork_too && fork() == 0)
 		fork_too = 0; /* the child runs like its parent */
+	if (argc > 1 && !strcmp(argv[1], "vfork")) {
+		pid_t c = vfork();
+		if (c == 0)
+			_exit(0);
+		if (c < 0)
+			return 1;
+	}
 	pthread_t t;
 	if (pthread_create(&t, NULL, worker, NULL) != 0)
 		return 1;

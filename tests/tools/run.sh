@@ -389,6 +389,13 @@ if $CC -std=gnu11 -O1 -o "$LIVEP" tests/tools/live.c -pthread; then
 	start_live "$T/live3.out" "$LIVEP" for 0.3
 	wait "$LPID"
 	check "a process that exits removes its segment" test ! -e "/dev/shm/mmfold.$LPID"
+	env LD_PRELOAD="$SLIB" MMFOLD_LIVE=1 sh -c 'echo $$; (exit 3)' >"$T/shpid" 2>&1
+	st=$?
+	check "a process leaving through _exit (a shell) removes its segment too, with its status" \
+		eval 'test $st = 3 && test ! -e "/dev/shm/mmfold.$(cat "$T/shpid")"'
+	start_live "$T/livev.out" "$LIVEP" vfork
+	check "a vfork child's _exit leaves its parent's segment alone" test -e "/dev/shm/mmfold.$LPID"
+	kill -TERM "$LPID"; wait "$LPID" 2>/dev/null; rm -f "/dev/shm/mmfold.$LPID"
 	# periodic reports: two or more in 3.5 s with MMFOLD_STATS_INTERVAL=1, then the one at exit
 	env LD_PRELOAD="$SLIB" MMFOLD_STATS_INTERVAL=1 MMFOLD_STATS=1 MMFOLD_STATS_FORMAT=json \
 		MMFOLD_STATS_FILE="$T/periodic.json" "$LIVEP" for 3.5 >/dev/null
