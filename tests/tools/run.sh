@@ -357,6 +357,13 @@ if $CC -std=gnu11 -O1 -o "$LIVEP" tests/tools/live.c -pthread; then
 	check "top -b -n 1: the process with calls per second, share skipped, kernel time per second" \
 		eval 'grep -E "^ +$LPID +[1-9][0-9]* +[0-9]+ +[0-9.]+% +[0-9.]+ms +2 +[0-9]+ safe +$LIVEP run$" "$T/top1" >/dev/null'
 	[[ $FAILS == 0 ]] || { show "$T/stat1"; show "$T/top1"; }
+	env LD_PRELOAD="$SLIB" "$LIVEP" run >"$T/nolive.out" 2>&1 &
+	NPID=$!
+	for _ in $(seq 300); do grep -qs ready "$T/nolive.out" && break; sleep 0.1; done
+	mmf top -b -n 1 -d 0.1 >"$T/top4" 2>&1
+	kill -KILL "$NPID"; wait "$NPID" 2>/dev/null
+	check "top also names a process with mmfold loaded but without MMFOLD_LIVE=1" \
+		eval 'grep -q "^without MMFOLD_LIVE=1 (no counters to show): .*$NPID $LIVEP run" "$T/top4" && ! grep -q "^ *$NPID " "$T/top4"'
 	kill -KILL "$LPID"; wait "$LPID" 2>/dev/null
 	check "SIGKILL leaves /dev/shm/mmfold.$LPID behind" test -e "/dev/shm/mmfold.$LPID"
 	mmf top -b -n 1 -d 0.1 >"$T/top2" 2>"$T/top2.err"
