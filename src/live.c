@@ -22,9 +22,11 @@
 #define TOTALS_OFF PAGE
 #define CHUNKS_OFF (TOTALS_OFF + ((sizeof(struct mmf_totals) + PAGE - 1) / PAGE) * PAGE)
 #define CHUNK_SIZE (MMF_CHUNK_BLOCKS * sizeof(struct mmf_block))
-/* 64 chunks: 4096 threads' blocks, 4 MiB of file, only touched pages used. */
+/* 64 chunks: 4096 threads' blocks in 4 MiB of file, and 1 MiB for the
+ * profile; only the pages touched take memory. */
 #define CHUNKS_MAX 64u
-#define SEG_SIZE (CHUNKS_OFF + CHUNKS_MAX * CHUNK_SIZE)
+#define PROFILE_OFF (CHUNKS_OFF + CHUNKS_MAX * CHUNK_SIZE)
+#define SEG_SIZE (PROFILE_OFF + MMF_LIVE_PROFILE_MAX)
 
 _Static_assert(sizeof(struct mmf_live_hdr) <= NAMES_OFF, "the header must fit before the names");
 
@@ -174,6 +176,15 @@ int mmf_live_init(int mode)
 	return 0;
 }
 
+void *mmf_live_profile_area(size_t bytes)
+{
+	if (!seg || bytes > MMF_LIVE_PROFILE_MAX)
+		return NULL;
+	seg->profile_off = PROFILE_OFF;
+	seg->profile_size = bytes;
+	return (char *)seg + PROFILE_OFF;
+}
+
 /* ns per tick as tick_num / tick_den. */
 static void calibrate(void)
 {
@@ -272,6 +283,8 @@ void mmf_live_fork_child(void)
 		seg->hidden_chunks = old.hidden_chunks;
 		seg->tick_num = old.tick_num;
 		seg->tick_den = old.tick_den;
+		seg->profile_off = old.profile_off;
+		seg->profile_size = old.profile_size;
 		describe(seg, (int)old.mode);
 	}
 	start_reporter();

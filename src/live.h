@@ -17,10 +17,12 @@
  *          events: names separated by spaces), NUL-terminated
  *   4096   struct mmf_totals (stats.h)
  *   chunks_off + i * chunk_size, i < nchunks: MMF_CHUNK_BLOCKS blocks of
- *          block_size bytes (struct mmf_block) */
+ *          block_size bytes (struct mmf_block)
+ *   profile_off: the call-site table, when profiling */
 #ifndef MMF_LIVE_H
 #define MMF_LIVE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define MMF_LIVE_MAGIC "MMFOLDLV"
@@ -38,11 +40,19 @@ struct mmf_live_hdr {
 	/* kernel time: ns = ticks * tick_num / tick_den (0/0: not known yet) */
 	uint64_t tick_num, tick_den;
 	uint64_t hidden_chunks; /* chunks that did not fit: their threads are missing */
+	/* the call-site profile's table (profile.c), when MMFOLD_PROFILE is on:
+	 * profile_size bytes of 64-byte sites {address << 4 | kind, calls,
+	 * forwarded, skipped, bytes, ticks, in_signal, 0}; 0 when off */
+	uint64_t profile_off, profile_size;
 };
 
 /* Early init (raw system calls only): creates the segment and moves the
  * statistics into it.  Returns 0, or -1 (the statistics stay private). */
 int mmf_live_init(int mode);
+/* Memory for the call-site table inside the segment (bytes at most
+ * MMF_LIVE_PROFILE_MAX), published in the header; NULL without a segment. */
+#define MMF_LIVE_PROFILE_MAX (1u << 20)
+void *mmf_live_profile_area(size_t bytes);
 /* From the constructor: the time-stamp counter's rate for kernel time (on
  * x86_64 measured over 1 ms), and the periodic reports' thread when
  * MMFOLD_STATS_INTERVAL is set. */

@@ -22,6 +22,7 @@
 
 #include "engine.h"
 #include "fmt.h"
+#include "live.h"
 #include "sys.h"
 
 #define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
@@ -47,6 +48,7 @@ struct site {
 	uint64_t calls, fwd, skipped, bytes, ticks, insig;
 	uint64_t pad;
 };
+_Static_assert(sizeof(struct site) == 64, "the live segment's readers take 64-byte sites");
 
 int mmf_prof_on;
 static struct site *tab;
@@ -84,8 +86,11 @@ int mmf_profile_init(int n, int d)
 {
 	if (n <= 0)
 		return 0;
-	void *p = mmf_sys_mmap(NULL, TAB_SIZE * sizeof(struct site), PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	/* in the live segment when there is one (mmfold stat shows the sites) */
+	void *p = mmf_live_profile_area(TAB_SIZE * sizeof(struct site));
+	if (!p)
+		p = mmf_sys_mmap(NULL, TAB_SIZE * sizeof(struct site), PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (mmf_sys_err((long)p))
 		return -1;
 	tab = p;

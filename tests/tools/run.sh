@@ -382,6 +382,19 @@ if $CC -std=gnu11 -O1 -o "$LIVEP" tests/tools/live.c -pthread; then
 	check "exec into a program without mmfold: top removes the segment (pid alive, not mapped)" \
 		eval 'kill -0 $EPID && test ! -e "/dev/shm/mmfold.$EPID" && has "$T/top3.err" "removed stale /dev/shm/mmfold.$EPID (pid $EPID no longer maps it"'
 	kill "$EPID" 2>/dev/null; wait "$EPID" 2>/dev/null
+	# profiled: mmfold stat shows the running process's call sites, named
+	$CC -std=gnu11 -O1 -g -fno-inline -o "$T/liveg" tests/tools/live.c -pthread
+	start_live "$T/liveg.out" env MMFOLD_PROFILE=5 "$T/liveg" run
+	mmf stat --top 2 "$LPID" >"$T/pstat1" 2>&1
+	sleep 0.5
+	mmf stat --top 2 "$LPID" >"$T/pstat2" 2>&1
+	kill -KILL "$LPID"; wait "$LPID" 2>/dev/null; rm -f "/dev/shm/mmfold.$LPID"
+	b1=$(grep -A2 "mprotect by calls:" "$T/pstat1" | tail -1 | awk '{print $1}')
+	b2=$(grep -A2 "mprotect by calls:" "$T/pstat2" | tail -1 | awk '{print $1}')
+	check "stat of a profiled process: its top site, burst at live.c, grows ($b1 -> $b2)" \
+		eval 'grep -A2 "mprotect by calls:" "$T/pstat2" | tail -1 | grep -q " burst+0x[0-9a-f]* at .*live.c:[0-9]* (liveg+0x" &&
+		      test "${b1:-0}" -gt 0 && test "${b2:-0}" -gt "${b1:-0}"'
+	[[ $FAILS == 0 ]] || show "$T/pstat2"
 	# a forked child has its own segment, counting from zero
 	start_live "$T/livef.out" "$LIVEP" fork
 	for _ in $(seq 300); do [[ $(grep -c ready "$T/livef.out") -ge 2 ]] && break; sleep 0.1; done
