@@ -11,14 +11,52 @@
 /* Per-thread blocks live in chunks of raw-mmap'd memory (or of the live
  * segment), never freed; a block whose thread exited is zeroed and reused.
  * The chunks are listed in a private array, so that a forked child that
- * maps a new segment at the same address keeps finding them. */
-#define CHUNKS_MAX 1024
-static struct mmf_block *chunkv[CHUNKS_MAX];
+ * maps a new segment at the same address keeps finding them.  That list and
+ * the process-wide totals are mapped at the first count, so that the
+ * library's writable data stays small (a conservative collector scans it as
+ * roots); only the block used when nothing can be mapped is static. */
+#define CHUNKS_MAX 512
+struct priv {
+	struct mmf_totals own;
+	struct mmf_block *chunkv[CHUNKS_MAX];
+};
+static struct priv *priv_p;
+static struct mmf_totals *tot; /* priv_p->own, or the live segment's */
 static uint32_t nchunkv;
 static struct mmf_block *(*more_blocks)(void);
+static struct mmf_tstats spare_static;
 
-static struct mmf_totals own;
-static struct mmf_totals *tot = &own;
+/* The private state, mapped on first use; NULL when it cannot be. */
+static struct priv *priv(void)
+{
+	struct priv *p = __atomic_load_n(&priv_p, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(p != NULL, 1))
+		return p;
+	void *m = mmf_sys_mmap(NULL, sizeof(struct priv), PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mmf_sys_err((long)m))
+		return NULL;
+	struct priv *none = NULL;
+	if (!__atomic_compare_exchange_n(&priv_p, &none, (struct priv *)m, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		mmf_sys_munmap(m, sizeof(struct priv)); /* another thread won */
+		return none;
+	}
+	struct mmf_totals *t0 = NULL;
+	__atomic_compare_exchange_n(&tot, &t0, &((struct priv *)m)->own, 0, __ATOMIC_ACQ_REL,
+				    __ATOMIC_ACQUIRE);
+	return (struct priv *)m;
+}
+
+/* The process-wide totals; NULL when no memory could be mapped. */
+static struct mmf_totals *totals(void)
+{
+	struct mmf_totals *g = __atomic_load_n(&tot, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(g != NULL, 1) || !priv())
+		return g;
+	return __atomic_load_n(&tot, __ATOMIC_ACQUIRE);
+}
+
 static __thread struct mmf_tstats *self __attribute__((tls_model("initial-exec")));
 static pthread_key_t exit_key;
 static int have_key;
@@ -43,18 +81,29 @@ const char *mmf_kind_name(int k) { return kind_names[k]; }
 const char *mmf_field_name(int f) { return field_names[f]; }
 const char *mmf_event_name(int e) { return event_names[e]; }
 
-void mmf_event(int e) { __atomic_fetch_add(&tot->events[e], 1, __ATOMIC_RELAXED); }
-void mmf_event_add(int e, uint64_t n) { __atomic_fetch_add(&tot->events[e], n, __ATOMIC_RELAXED); }
+void mmf_event_add(int e, uint64_t n)
+{
+	struct mmf_totals *g = totals();
+	if (g)
+		__atomic_fetch_add(&g->events[e], n, __ATOMIC_RELAXED);
+}
+void mmf_event(int e) { mmf_event_add(e, 1); }
 
 void mmf_stats_publish(struct mmf_totals *t, struct mmf_block *(*more)(void))
 {
-	*t = own;
+	struct mmf_totals *g = totals();
+	if (g)
+		*t = *g;
 	__atomic_store_n(&more_blocks, more, __ATOMIC_RELEASE);
 	__atomic_store_n(&tot, t, __ATOMIC_RELEASE);
 }
 
 static struct mmf_block *claim(void)
 {
+	struct priv *p = priv();
+	if (!p)
+		return NULL;
+	struct mmf_block **chunkv = p->chunkv;
 	uint32_t n = __atomic_load_n(&nchunkv, __ATOMIC_ACQUIRE);
 	for (uint32_t c = 0; c < n && c < CHUNKS_MAX; c++) {
 		struct mmf_block *b = __atomic_load_n(&chunkv[c], __ATOMIC_ACQUIRE);
@@ -88,9 +137,11 @@ struct mmf_tstats *mmf_stats_self(void)
 	if (t)
 		return t;
 	struct mmf_block *b = claim();
-	__atomic_fetch_add(&tot->threads, 1, __ATOMIC_RELAXED);
+	struct mmf_totals *g = totals();
+	if (g)
+		__atomic_fetch_add(&g->threads, 1, __ATOMIC_RELAXED);
 	if (!b)
-		return &tot->spare;
+		return g ? &g->spare : &spare_static;
 	self = &b->t;
 	/* pthread_setspecific does not allocate for the first 32 keys, and
 	 * our key is created early; if it fails the counters simply stay. */
@@ -114,7 +165,8 @@ static void fold(struct mmf_tstats *dst, struct mmf_tstats *src, int zero)
 void mmf_stats_thread_exit(void *p)
 {
 	struct mmf_block *b = p;
-	fold(&tot->retired, &b->t, 1);
+	struct mmf_totals *g = totals();
+	fold(g ? &g->retired : &spare_static, &b->t, 1);
 	if (self == &b->t)
 		self = NULL;
 	__atomic_store_n(&b->used, 0, __ATOMIC_RELEASE);
@@ -133,12 +185,17 @@ int mmf_stats_late_init(void)
 
 void mmf_stats_fork_child(void)
 {
-	memset(tot, 0, sizeof *tot);
-	tot->threads = self ? 1 : 0;
+	struct mmf_totals *g = __atomic_load_n(&tot, __ATOMIC_ACQUIRE);
+	struct priv *p = __atomic_load_n(&priv_p, __ATOMIC_ACQUIRE);
+	memset(&spare_static, 0, sizeof spare_static);
+	if (g) {
+		memset(g, 0, sizeof *g);
+		g->threads = self ? 1 : 0;
+	}
 	uint32_t n = nchunkv < CHUNKS_MAX ? nchunkv : CHUNKS_MAX;
-	for (uint32_t c = 0; c < n; c++)
-		for (int i = 0; chunkv[c] && i < MMF_CHUNK_BLOCKS; i++) {
-			struct mmf_block *b = &chunkv[c][i];
+	for (uint32_t c = 0; p && c < n; c++)
+		for (int i = 0; p->chunkv[c] && i < MMF_CHUNK_BLOCKS; i++) {
+			struct mmf_block *b = &p->chunkv[c][i];
 			memset(&b->t, 0, sizeof b->t);
 			b->used = &b->t == self;
 		}
@@ -147,18 +204,22 @@ void mmf_stats_fork_child(void)
 void mmf_stats_snapshot(struct mmf_tstats *out, uint64_t ev[MMF_E_COUNT], uint32_t *threads)
 {
 	struct mmf_totals *g = __atomic_load_n(&tot, __ATOMIC_ACQUIRE);
+	struct priv *p = __atomic_load_n(&priv_p, __ATOMIC_ACQUIRE);
 	memset(out, 0, sizeof *out);
-	fold(out, &g->retired, 0);
-	fold(out, &g->spare, 0);
+	fold(out, &spare_static, 0);
+	if (g) {
+		fold(out, &g->retired, 0);
+		fold(out, &g->spare, 0);
+	}
 	uint32_t n = __atomic_load_n(&nchunkv, __ATOMIC_ACQUIRE);
-	for (uint32_t c = 0; c < n && c < CHUNKS_MAX; c++) {
-		struct mmf_block *b = __atomic_load_n(&chunkv[c], __ATOMIC_ACQUIRE);
+	for (uint32_t c = 0; p && c < n && c < CHUNKS_MAX; c++) {
+		struct mmf_block *b = __atomic_load_n(&p->chunkv[c], __ATOMIC_ACQUIRE);
 		for (int i = 0; b && i < MMF_CHUNK_BLOCKS; i++)
 			if (LD(b[i].used))
 				fold(out, &b[i].t, 0);
 	}
 	for (int e = 0; e < MMF_E_COUNT; e++)
-		ev[e] = LD(g->events[e]);
+		ev[e] = g ? LD(g->events[e]) : 0;
 	if (threads)
-		*threads = LD(g->threads);
+		*threads = g ? LD(g->threads) : 0;
 }
