@@ -29,19 +29,19 @@ UNWIND_CFLAGS = $(shell $(PKG_CONFIG) --cflags libunwind 2>/dev/null)
 
 ENGINE_SRC  := src/sys.c src/map.c src/fmt.c src/config.c src/stats.c src/engine.c \
 	       src/report.c src/verify.c src/folio.c src/batch.c src/lazy.c src/sigchain.c \
-	       src/sigrestore.S src/profile.c src/shape.c src/wx.c
+	       src/sigrestore.S src/profile.c src/shape.c src/wx.c src/live.c
 PRELOAD_SRC := preload/next.c preload/init.c preload/mman.c preload/madvise.c \
 	       preload/mlock.c preload/misc.c preload/syscall.c preload/batch.c preload/signal.c \
-	       preload/io.c preload/unwind.c
+	       preload/io.c preload/unwind.c preload/exit.c
 HEADERS     := $(wildcard src/*.h preload/*.h include/*.h)
 LIB         := $(BUILD)/libmmfold.so
 
 # Packages the build, the tests and the clients need (Debian names).
 DEPS_BUILD   := gcc make pkg-config libc6-dev libunwind-dev
-DEPS_CHECK   := check libsubunit-dev libunwind-dev binutils valgrind
+DEPS_CHECK   := check libsubunit-dev libunwind-dev binutils g++ valgrind
 DEPS_CLIENTS := luajit libgc-dev libjemalloc-dev libjemalloc2 nodejs default-jdk-headless
 
-.PHONY: all lib check check-unit check-preload soak check-clients check-symbols check-wx-yjit demo bench bench-thp bench-shape bench-lazy bench-wx \
+.PHONY: all lib check check-unit check-preload soak check-clients check-browser deps-browser bench-live check-symbols check-wx-yjit demo bench bench-thp bench-shape bench-lazy bench-wx \
 	bench-bin asan tsan valgrind deps-build deps-check deps-clients install uninstall clean
 
 all: lib
@@ -135,6 +135,13 @@ check-symbols: $(LIB)
 	  diff <(echo "$$want") <(echo "$$exp"); exit 1; fi; \
 	echo "check-symbols: $$(echo "$$exp" | wc -l) exported symbols, as listed in preload/libmmfold.map"
 
+# The HTML/SVG report rendered by headless Chromium (tests/tools/browser.sh):
+# layout measured by the browser, a screenshot decoded and checked.
+check-browser: deps-browser deps-check $(LIB)
+	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/browser SHOT=$(SHOT) tests/tools/browser.sh
+deps-browser:
+	$(call need,chromium)
+
 check-clients: deps-clients $(LIB)
 	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/clients tests/clients/run.sh
 
@@ -147,6 +154,11 @@ bench: deps-clients $(LIB)
 # Lazy mode and the batch API (tools/bench_lazy.sh; mlock needs root).
 bench-lazy: $(LIB)
 	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/bench_lazy tools/bench_lazy.sh
+
+# Cost of MMFOLD_LIVE=1 (tools/bench_live.sh): callgrind instructions and
+# alternating wall time on the Boehm-GC demo program and boehm_inc.
+bench-live: deps-clients $(LIB)
+	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/bench_live tools/bench_live.sh
 
 # Large-folio benchmarks (root: switches hugepages-64kB/enabled and restores it).
 bench-thp: deps-clients $(LIB)
@@ -201,6 +213,10 @@ valgrind: deps-check $(UNIT_BIN) $(LIB) $(PROGS)
 	  LD_PRELOAD=$(abspath $(LIB)) MMFOLD_PROFILE=10 MMFOLD_STATS=1 MMFOLD_STATS_FILE=/dev/null \
 	    $(VG) --trace-children=no $(BUILD)/progs/scenario $$s >/dev/null || exit 1; \
 	done; echo "valgrind: library clean with MMFOLD_PROFILE=10 in scenario noop, heap, fork"
+	for s in "noop 200" "fork 5"; do \
+	  LD_PRELOAD=$(abspath $(LIB)) MMFOLD_LIVE=1 MMFOLD_STATS_INTERVAL=1 MMFOLD_STATS=1 \
+	    MMFOLD_STATS_FILE=/dev/null $(VG) --trace-children=no $(BUILD)/progs/scenario $$s >/dev/null || exit 1; \
+	done; echo "valgrind: library clean with MMFOLD_LIVE=1 MMFOLD_STATS_INTERVAL=1 in scenario noop, fork"
 	@# (not the programs that probe PROT_NONE pages: memcheck reports every
 	@# such access as invalid, also one a SIGSEGV handler then makes legal)
 	for s in "lazy loop 16 5" "batch count"; do \

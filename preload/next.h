@@ -64,6 +64,8 @@ int mmf_next_ready(void);
 void mmf_next_resolve(void);
 /* The same for the buffer-taking wrappers of io.c. */
 void mmf_io_resolve(void);
+/* The same for _exit (exit.c). */
+void mmf_exit_resolve(void);
 
 /* syscall(SYS_rt_sigaction, a[0..3]) for a signal mmfold has claimed
  * (preload/signal.c): sets *done and returns the kernel's convention;

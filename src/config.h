@@ -26,6 +26,8 @@ enum { MMF_WX_KEEP, MMF_WX_RELAX, MMF_WX_OFF };
 	X(STATS, "MMFOLD_STATS", 'B', 0, 0, 1, NULL)                           \
 	X(STATS_FILE, "MMFOLD_STATS_FILE", 'S', 0, 0, 0, NULL)                 \
 	X(STATS_FORMAT, "MMFOLD_STATS_FORMAT", 'E', MMF_FMT_TEXT, 0, 0, "text|json") \
+	X(STATS_INTERVAL, "MMFOLD_STATS_INTERVAL", 'I', 0, 0, 86400, NULL)   \
+	X(LIVE, "MMFOLD_LIVE", 'B', 0, 0, 1, NULL)                             \
 	X(VERIFY, "MMFOLD_VERIFY", 'I', 0, 0, 2, NULL)                         \
 	X(LOG, "MMFOLD_LOG", 'I', 0, 0, 3, NULL)                               \
 	X(STRICT, "MMFOLD_STRICT", 'B', 0, 0, 1, NULL)                         \

@@ -30,6 +30,7 @@
 #include "fmt.h"
 #include "batch.h"
 #include "lazy.h"
+#include "live.h"
 #include "sigchain.h"
 #include "folio.h"
 #include "profile.h"
@@ -214,6 +215,8 @@ void mmf_early_init(void)
 		if (cfg.v[MMF_OPT_STATS])
 			mmf_folio_fault_counts(&folio, faults0);
 	}
+	if (cfg.v[MMF_OPT_LIVE] && mmf_live_init(mode) != 0)
+		mmf_log(0, "mmfold: MMFOLD_LIVE: cannot create /dev/shm/mmfold.<pid>; no live statistics");
 	if (mmf_profile_init((int)cfg.v[MMF_OPT_PROFILE], (int)cfg.v[MMF_OPT_PROFILE_DEPTH]) != 0)
 		mmf_log(0, "mmfold: MMFOLD_PROFILE: cannot map memory for the call sites; not profiling");
 	if (mode != MMF_MODE_OFF && mmf_map_init(&map) != 0) {
@@ -249,6 +252,7 @@ void mmf_late_init(void)
 	mmf_stats_late_init();
 	mmf_batch_late_init();
 	lazy_start();
+	mmf_live_late_init();
 }
 
 /* ---- the writer section ------------------------------------------------- */
@@ -1882,6 +1886,7 @@ void mmf_atfork_child(void)
 {
 	if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2)
 		return;
+	mmf_live_fork_child();
 	mmf_stats_fork_child();
 	mmf_profile_fork_child();
 	mmf_event(MMF_E_FORKS);
@@ -1907,36 +1912,6 @@ void mmf_atfork_child(void)
 
 /* ---- exit --------------------------------------------------------------- */
 
-static void open_report(int *fd, int *close_it)
-{
-	*fd = 2;
-	*close_it = 0;
-	if (!cfg.stats_file[0])
-		return;
-	char path[MMF_STR_MAX + 32];
-	MMF_BUF(b, path);
-	for (const char *p = cfg.stats_file; *p; p++) {
-		if (p[0] == '%' && p[1] == 'p') {
-			mmf_puti(&b, mmf_sys_getpid());
-			p++;
-		} else {
-			mmf_putc(&b, *p);
-		}
-	}
-	long f = mmf_sys_open(path, 01 /*O_WRONLY*/ | 0100 /*O_CREAT*/ | 02000 /*O_APPEND*/, 0644);
-	if (f >= 0) {
-		*fd = (int)f;
-		*close_it = 1;
-	} else {
-		char buf[400];
-		MMF_BUF(m, buf);
-		mmf_puts(&m, "mmfold: MMFOLD_STATS_FILE=");
-		mmf_puts(&m, cfg.stats_file);
-		mmf_puts(&m, ": cannot open; writing the report to stderr");
-		mmf_log(0, buf);
-	}
-}
-
 void mmf_fini(void)
 {
 	if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2)
@@ -1947,13 +1922,13 @@ void mmf_fini(void)
 		mmf_batch_flush_all();
 		mmf_lazy_flush_all();
 	}
-	if (!cfg.v[MMF_OPT_STATS])
-		return;
-	int fd, c;
-	open_report(&fd, &c);
-	mmf_report(fd, (int)cfg.v[MMF_OPT_STATS_FORMAT]);
-	if (c)
-		mmf_sys_close(fd);
+	if (cfg.v[MMF_OPT_STATS]) {
+		int c, fd = mmf_report_open(&c);
+		mmf_report_as(fd, (int)cfg.v[MMF_OPT_STATS_FORMAT], MMF_REPORT_EXIT);
+		if (c)
+			mmf_sys_close(fd);
+	}
+	mmf_live_fini();
 }
 
 int mmf_mode(void) { return mode; }

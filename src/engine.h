@@ -80,8 +80,15 @@ struct mmf_buf;
 /* The large-folio part of the report (settings, kernel counters). */
 void mmf_folio_report(struct mmf_buf *b, int json);
 
-/* Writes the statistics report to fd (text or JSON).  Async-signal-safe. */
+/* Writes the statistics report to fd (text or JSON).  Async-signal-safe
+ * but for the call-site profile's names.  mmf_report_as also says why it
+ * was written (the JSON's "report": "exit", "periodic" or "request"). */
+enum { MMF_REPORT_REQUEST, MMF_REPORT_EXIT, MMF_REPORT_PERIODIC };
 void mmf_report(int fd, int format);
+void mmf_report_as(int fd, int format, int why);
+/* The file of MMFOLD_STATS_FILE (%p: the pid), opened to append, or
+ * stderr; *close_it tells whether the caller must close it. */
+int mmf_report_open(int *close_it);
 
 /* Logging to stderr, only as configured; one line, no newline needed. */
 void mmf_log(int level, const char *line);

@@ -16,10 +16,13 @@
 #include <link.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 
 #include "engine.h"
 #include "fmt.h"
+#include "live.h"
 #include "sys.h"
 
 #define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
@@ -45,6 +48,7 @@ struct site {
 	uint64_t calls, fwd, skipped, bytes, ticks, insig;
 	uint64_t pad;
 };
+_Static_assert(sizeof(struct site) == 64, "the live segment's readers take 64-byte sites");
 
 int mmf_prof_on;
 static struct site *tab;
@@ -82,8 +86,11 @@ int mmf_profile_init(int n, int d)
 {
 	if (n <= 0)
 		return 0;
-	void *p = mmf_sys_mmap(NULL, TAB_SIZE * sizeof(struct site), PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	/* in the live segment when there is one (mmfold stat shows the sites) */
+	void *p = mmf_live_profile_area(TAB_SIZE * sizeof(struct site));
+	if (!p)
+		p = mmf_sys_mmap(NULL, TAB_SIZE * sizeof(struct site), PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (mmf_sys_err((long)p))
 		return -1;
 	tab = p;
@@ -378,7 +385,75 @@ static void sort(struct site *v, size_t n, int by_time)
 struct sym {
 	const char *func, *lib;
 	uint64_t func_off, lib_off;
+	uint64_t elf_addr; /* addr less the load bias: an address of the ELF file */
+	unsigned char id[20]; /* GNU build-id (its first 20 bytes) */
+	int id_len;
 };
+
+/* The object whose PT_LOAD segment holds addr: load bias and build-id. */
+struct find {
+	uint64_t addr;
+	struct sym *y;
+	int found;
+};
+
+static int find_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct find *f = arg;
+	int in = 0;
+	for (int i = 0; i < info->dlpi_phnum && !in; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uint64_t lo = info->dlpi_addr + ph->p_vaddr;
+		in = ph->p_type == PT_LOAD && f->addr >= lo && f->addr < lo + ph->p_memsz;
+	}
+	if (!in)
+		return 0;
+	f->found = 1;
+	f->y->elf_addr = f->addr - info->dlpi_addr;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_NOTE)
+			continue;
+		const char *p = (const char *)(info->dlpi_addr + ph->p_vaddr), *end = p + ph->p_memsz;
+		while (p + sizeof(ElfW(Nhdr)) <= end) {
+			const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)p;
+			const char *name = p + sizeof *n;
+			const unsigned char *desc =
+				(const unsigned char *)name + ((n->n_namesz + 3) & ~3u);
+			if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 &&
+			    !memcmp(name, "GNU", 4)) {
+				int len = n->n_descsz < sizeof f->y->id ? (int)n->n_descsz
+									 : (int)sizeof f->y->id;
+				memcpy(f->y->id, desc, (size_t)len);
+				f->y->id_len = len;
+				return 1;
+			}
+			p = (const char *)desc + ((n->n_descsz + 3) & ~3u);
+		}
+	}
+	return 1;
+}
+
+static int main_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	/* the first object listed is the program; its lowest PT_LOAD is where
+	 * dladdr's dli_fbase points */
+	uint64_t lo = ~0ull;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_LOAD && info->dlpi_phdr[i].p_vaddr < lo)
+			lo = info->dlpi_phdr[i].p_vaddr;
+	*(uint64_t *)arg = info->dlpi_addr + (lo == ~0ull ? 0 : lo);
+	return 1;
+}
+
+static uint64_t main_base(void)
+{
+	uint64_t b = 0;
+	dl_iterate_phdr(main_cb, &b);
+	return b;
+}
 
 static void symbolise(uint64_t addr, struct sym *y)
 {
@@ -387,12 +462,42 @@ static void symbolise(uint64_t addr, struct sym *y)
 	y->lib = "?";
 	y->func_off = 0;
 	y->lib_off = 0;
+	y->elf_addr = 0;
+	y->id_len = 0;
+	struct find f = {addr - 1, y, 0};
+	dl_iterate_phdr(find_cb, &f);
+	if (f.found)
+		y->elf_addr++;
 	/* addr is a return address: look up the call instruction before it */
 	if (!dladdr((void *)(addr - 1), &di) || !di.dli_fname)
 		return;
 	y->lib = di.dli_fname[0] ? di.dli_fname : "?";
+	/* the program as it was started ("./prog"): its absolute path, so that
+	 * a report read elsewhere can still find the file */
+	static char *exe; /* a page mapped the first time (not in .bss) */
+	enum { EXE_MAX = 4096 };
+	if (y->lib[0] != '/' && y->lib[0] != '?' && (uint64_t)di.dli_fbase == main_base()) {
+		if (!exe) {
+			void *m = mmf_sys_mmap(NULL, EXE_MAX, PROT_READ | PROT_WRITE,
+					       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (!mmf_sys_err((long)m)) {
+				long n = mmf_sys6(SYS_readlinkat, AT_FDCWD, (long)"/proc/self/exe",
+						  (long)m, EXE_MAX - 1, 0, 0);
+				((char *)m)[n > 0 ? n : 0] = 0;
+				exe = m;
+			}
+		}
+		if (exe && exe[0])
+			y->lib = exe;
+	}
 	y->lib_off = addr - (uint64_t)di.dli_fbase;
-	if (di.dli_sname && di.dli_saddr) {
+	/* dladdr names the nearest symbol below the address, which is not the
+	 * function when that one has no dynamic symbol (a static function of
+	 * a stripped library): a symbol whose size ends before it is no name */
+	const ElfW(Sym) *sym = NULL;
+	if (di.dli_sname && di.dli_saddr &&
+	    dladdr1((void *)(addr - 1), &di, (void **)&sym, RTLD_DL_SYMENT) && di.dli_saddr &&
+	    (!sym || !sym->st_size || addr - 1 - (uint64_t)di.dli_saddr < sym->st_size)) {
 		y->func = di.dli_sname;
 		y->func_off = addr - (uint64_t)di.dli_saddr;
 	}
@@ -410,7 +515,14 @@ static void json_site(struct mmf_buf *b, const struct site *s)
 	mmf_putjson(b, y.lib);
 	mmf_puts(b, "\",\"library_offset\":");
 	mmf_putu(b, y.lib_off);
-	mmf_puts(b, ",\"address\":\"");
+	mmf_puts(b, ",\"elf_address\":\"");
+	mmf_putx(b, y.elf_addr);
+	mmf_puts(b, "\",\"build_id\":\"");
+	for (int i = 0; i < y.id_len; i++) {
+		mmf_putc(b, "0123456789abcdef"[y.id[i] >> 4]);
+		mmf_putc(b, "0123456789abcdef"[y.id[i] & 15]);
+	}
+	mmf_puts(b, "\",\"address\":\"");
 	mmf_putx(b, s->key >> 4);
 	mmf_puts(b, "\",\"calls\":");
 	mmf_putu(b, s->calls);

@@ -1,11 +1,15 @@
 /* The statistics report, text for people or one JSON line for tools.
  * Built in a stack buffer and written with write(2): no stdio, no malloc. */
+#include "config.h"
 #include "engine.h"
 #include "fmt.h"
 #include "profile.h"
 #include "sys.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
 
 #include "../include/mmfold.h"
 
@@ -61,11 +65,42 @@ static void text(struct mmf_buf *b, const struct mmf_tstats *s, const uint64_t *
 	mmf_profile_report(b, 0);
 }
 
-static void json(struct mmf_buf *b, const struct mmf_tstats *s, const uint64_t *ev,
-		 uint32_t threads)
+/* The command line, arguments separated by spaces, as JSON string content. */
+static void put_command(struct mmf_buf *b)
 {
+	char cmd[1024];
+	long fd = mmf_sys_open("/proc/self/cmdline", O_RDONLY, 0);
+	long n = fd >= 0 ? mmf_sys_read((int)fd, cmd, sizeof cmd - 1) : 0;
+	if (fd >= 0)
+		mmf_sys_close((int)fd);
+	if (n < 0)
+		n = 0;
+	while (n > 0 && cmd[n - 1] == 0)
+		n--;
+	for (long i = 0; i < n; i++)
+		if (!cmd[i])
+			cmd[i] = ' ';
+	cmd[n] = 0;
+	mmf_putjson(b, cmd);
+}
+
+static const char *const why_names[] = {"request", "exit", "periodic"};
+
+static void json(struct mmf_buf *b, const struct mmf_tstats *s, const uint64_t *ev,
+		 uint32_t threads, int why)
+{
+	struct timespec now;
+	mmf_sys6(SYS_clock_gettime, CLOCK_REALTIME, (long)&now, 0, 0, 0, 0);
 	mmf_puts(b, "{\"mmfold\":\"" MMFOLD_VERSION "\",\"pid\":");
 	mmf_puti(b, mmf_sys_getpid());
+	mmf_puts(b, ",\"ppid\":");
+	mmf_puti(b, mmf_sys6(SYS_getppid, 0, 0, 0, 0, 0, 0));
+	mmf_puts(b, ",\"command\":\"");
+	put_command(b);
+	mmf_puts(b, "\",\"report\":\"");
+	mmf_puts(b, why_names[why]);
+	mmf_puts(b, "\",\"time\":");
+	mmf_putu(b, (uint64_t)now.tv_sec);
 	mmf_puts(b, ",\"mode\":\"");
 	mmf_puts(b, mode_names[mmf_mode()]);
 	mmf_puts(b, "\",\"threads\":");
@@ -103,7 +138,39 @@ static void json(struct mmf_buf *b, const struct mmf_tstats *s, const uint64_t *
 	mmf_puts(b, "}\n");
 }
 
-void mmf_report(int fd, int format)
+void mmf_report(int fd, int format) { mmf_report_as(fd, format, MMF_REPORT_REQUEST); }
+
+int mmf_report_open(int *close_it)
+{
+	const char *file = mmf_cfg()->stats_file;
+	*close_it = 0;
+	if (!file[0])
+		return 2;
+	char path[MMF_STR_MAX + 32];
+	MMF_BUF(b, path);
+	for (const char *p = file; *p; p++) {
+		if (p[0] == '%' && p[1] == 'p') {
+			mmf_puti(&b, mmf_sys_getpid());
+			p++;
+		} else {
+			mmf_putc(&b, *p);
+		}
+	}
+	long f = mmf_sys_open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+	if (f >= 0) {
+		*close_it = 1;
+		return (int)f;
+	}
+	char buf[400];
+	MMF_BUF(m, buf);
+	mmf_puts(&m, "mmfold: MMFOLD_STATS_FILE=");
+	mmf_puts(&m, file);
+	mmf_puts(&m, ": cannot open; writing the report to stderr");
+	mmf_log(0, buf);
+	return 2;
+}
+
+void mmf_report_as(int fd, int format, int why)
 {
 	struct mmf_tstats s;
 	uint64_t ev[MMF_E_COUNT];
@@ -123,7 +190,7 @@ void mmf_report(int fd, int format)
 	}
 	mmf_stats_snapshot(&s, ev, &threads);
 	if (format == MMF_FMT_JSON)
-		json(&b, &s, ev, threads);
+		json(&b, &s, ev, threads, why);
 	else
 		text(&b, &s, ev, threads);
 	mmf_sys_write_all(fd, b.p, b.len);

@@ -8,48 +8,55 @@
 
 #define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
-/* Per-thread blocks live in chunks of raw-mmap'd memory, never freed; a
- * block whose thread exited is zeroed and reused. */
-#define CHUNK_BLOCKS 64
-struct __attribute__((aligned(64))) block {
-	struct mmf_tstats t;
-	uint32_t used;
+/* Per-thread blocks live in chunks of raw-mmap'd memory (or of the live
+ * segment), never freed; a block whose thread exited is zeroed and reused.
+ * The chunks are listed in a private array, so that a forked child that
+ * maps a new segment at the same address keeps finding them.  That list and
+ * the process-wide totals are mapped at the first count, so that the
+ * library's writable data stays small (a conservative collector scans it as
+ * roots); only the block used when nothing can be mapped is static. */
+#define CHUNKS_MAX 512
+struct priv {
+	struct mmf_totals own;
+	struct mmf_block *chunkv[CHUNKS_MAX];
 };
-struct chunk {
-	struct chunk *next;
-	struct block b[CHUNK_BLOCKS];
-};
+static struct priv *priv_p;
+static struct mmf_totals *tot; /* priv_p->own, or the live segment's */
+static uint32_t nchunkv;
+static struct mmf_block *(*more_blocks)(void);
+static struct mmf_tstats spare_static;
 
-static struct chunk *chunks;
-static struct mmf_tstats shared_block; /* when memory runs out */
-/* Process-wide totals: mapped at the first count, so that the library's
- * writable segment stays small (a conservative collector scans it as
- * roots).  shared_block stays static: it is where counts go when no memory
- * can be mapped. */
-struct totals {
-	struct mmf_tstats retired;
-	uint64_t events[MMF_E_COUNT];
-};
-static struct totals *totals_p;
-
-static struct totals *totals(void)
+/* The private state, mapped on first use; NULL when it cannot be. */
+static struct priv *priv(void)
 {
-	struct totals *g = __atomic_load_n(&totals_p, __ATOMIC_ACQUIRE);
-	if (__builtin_expect(g != NULL, 1))
-		return g;
-	void *m = mmf_sys_mmap(NULL, sizeof(struct totals), PROT_READ | PROT_WRITE,
+	struct priv *p = __atomic_load_n(&priv_p, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(p != NULL, 1))
+		return p;
+	void *m = mmf_sys_mmap(NULL, sizeof(struct priv), PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (mmf_sys_err((long)m))
 		return NULL;
-	struct totals *none = NULL;
-	if (!__atomic_compare_exchange_n(&totals_p, &none, (struct totals *)m, 0, __ATOMIC_ACQ_REL,
+	struct priv *none = NULL;
+	if (!__atomic_compare_exchange_n(&priv_p, &none, (struct priv *)m, 0, __ATOMIC_ACQ_REL,
 					 __ATOMIC_ACQUIRE)) {
-		mmf_sys_munmap(m, sizeof(struct totals)); /* another thread won */
+		mmf_sys_munmap(m, sizeof(struct priv)); /* another thread won */
 		return none;
 	}
-	return (struct totals *)m;
+	struct mmf_totals *t0 = NULL;
+	__atomic_compare_exchange_n(&tot, &t0, &((struct priv *)m)->own, 0, __ATOMIC_ACQ_REL,
+				    __ATOMIC_ACQUIRE);
+	return (struct priv *)m;
 }
-static uint32_t threads_seen;
+
+/* The process-wide totals; NULL when no memory could be mapped. */
+static struct mmf_totals *totals(void)
+{
+	struct mmf_totals *g = __atomic_load_n(&tot, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(g != NULL, 1) || !priv())
+		return g;
+	return __atomic_load_n(&tot, __ATOMIC_ACQUIRE);
+}
+
 static __thread struct mmf_tstats *self __attribute__((tls_model("initial-exec")));
 static pthread_key_t exit_key;
 static int have_key;
@@ -76,32 +83,52 @@ const char *mmf_event_name(int e) { return event_names[e]; }
 
 void mmf_event_add(int e, uint64_t n)
 {
-	struct totals *g = totals();
+	struct mmf_totals *g = totals();
 	if (g)
 		__atomic_fetch_add(&g->events[e], n, __ATOMIC_RELAXED);
 }
 void mmf_event(int e) { mmf_event_add(e, 1); }
 
-static struct block *claim(void)
+void mmf_stats_publish(struct mmf_totals *t, struct mmf_block *(*more)(void))
 {
-	for (struct chunk *c = __atomic_load_n(&chunks, __ATOMIC_ACQUIRE); c; c = c->next)
-		for (int i = 0; i < CHUNK_BLOCKS; i++) {
-			uint32_t z = 0;
-			if (!LD(c->b[i].used) &&
-			    __atomic_compare_exchange_n(&c->b[i].used, &z, 1, 0, __ATOMIC_ACQ_REL,
-							__ATOMIC_RELAXED))
-				return &c->b[i];
-		}
-	struct chunk *c = mmf_sys_mmap(NULL, sizeof(struct chunk), PROT_READ | PROT_WRITE,
-				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (mmf_sys_err((long)c))
+	struct mmf_totals *g = totals();
+	if (g)
+		*t = *g;
+	__atomic_store_n(&more_blocks, more, __ATOMIC_RELEASE);
+	__atomic_store_n(&tot, t, __ATOMIC_RELEASE);
+}
+
+static struct mmf_block *claim(void)
+{
+	struct priv *p = priv();
+	if (!p)
 		return NULL;
-	c->b[0].used = 1;
-	struct chunk *head = __atomic_load_n(&chunks, __ATOMIC_RELAXED);
-	do
-		c->next = head;
-	while (!__atomic_compare_exchange_n(&chunks, &head, c, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
-	return &c->b[0];
+	struct mmf_block **chunkv = p->chunkv;
+	uint32_t n = __atomic_load_n(&nchunkv, __ATOMIC_ACQUIRE);
+	for (uint32_t c = 0; c < n && c < CHUNKS_MAX; c++) {
+		struct mmf_block *b = __atomic_load_n(&chunkv[c], __ATOMIC_ACQUIRE);
+		for (int i = 0; b && i < MMF_CHUNK_BLOCKS; i++) {
+			uint32_t z = 0;
+			if (!LD(b[i].used) &&
+			    __atomic_compare_exchange_n(&b[i].used, &z, 1, 0, __ATOMIC_ACQ_REL,
+							__ATOMIC_RELAXED))
+				return &b[i];
+		}
+	}
+	uint32_t idx = __atomic_fetch_add(&nchunkv, 1, __ATOMIC_ACQ_REL);
+	if (idx >= CHUNKS_MAX)
+		return NULL;
+	struct mmf_block *(*more)(void) = __atomic_load_n(&more_blocks, __ATOMIC_ACQUIRE);
+	struct mmf_block *b = more ? more() : NULL;
+	if (!b) {
+		b = mmf_sys_mmap(NULL, MMF_CHUNK_BLOCKS * sizeof(struct mmf_block),
+				 PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (mmf_sys_err((long)b))
+			return NULL;
+	}
+	b[0].used = 1;
+	__atomic_store_n(&chunkv[idx], b, __ATOMIC_RELEASE);
+	return &b[0];
 }
 
 struct mmf_tstats *mmf_stats_self(void)
@@ -109,10 +136,12 @@ struct mmf_tstats *mmf_stats_self(void)
 	struct mmf_tstats *t = self;
 	if (t)
 		return t;
-	struct block *b = claim();
-	__atomic_fetch_add(&threads_seen, 1, __ATOMIC_RELAXED);
+	struct mmf_block *b = claim();
+	struct mmf_totals *g = totals();
+	if (g)
+		__atomic_fetch_add(&g->threads, 1, __ATOMIC_RELAXED);
 	if (!b)
-		return &shared_block;
+		return g ? &g->spare : &spare_static;
 	self = &b->t;
 	/* pthread_setspecific does not allocate for the first 32 keys, and
 	 * our key is created early; if it fails the counters simply stay. */
@@ -135,10 +164,9 @@ static void fold(struct mmf_tstats *dst, struct mmf_tstats *src, int zero)
 
 void mmf_stats_thread_exit(void *p)
 {
-	struct block *b = p;
-	struct totals *g = totals();
-	if (g)
-		fold(&g->retired, &b->t, 1);
+	struct mmf_block *b = p;
+	struct mmf_totals *g = totals();
+	fold(g ? &g->retired : &spare_static, &b->t, 1);
 	if (self == &b->t)
 		self = NULL;
 	__atomic_store_n(&b->used, 0, __ATOMIC_RELEASE);
@@ -150,39 +178,48 @@ int mmf_stats_late_init(void)
 	if (r == 0) {
 		__atomic_store_n(&have_key, 1, __ATOMIC_RELEASE);
 		if (self)
-			pthread_setspecific(exit_key, (char *)self - offsetof(struct block, t));
+			pthread_setspecific(exit_key, (char *)self - offsetof(struct mmf_block, t));
 	}
 	return r;
 }
 
 void mmf_stats_fork_child(void)
 {
-	struct totals *g = __atomic_load_n(&totals_p, __ATOMIC_ACQUIRE);
-	if (g)
+	struct mmf_totals *g = __atomic_load_n(&tot, __ATOMIC_ACQUIRE);
+	struct priv *p = __atomic_load_n(&priv_p, __ATOMIC_ACQUIRE);
+	memset(&spare_static, 0, sizeof spare_static);
+	if (g) {
 		memset(g, 0, sizeof *g);
-	memset(&shared_block, 0, sizeof shared_block);
-	threads_seen = self ? 1 : 0;
-	for (struct chunk *c = chunks; c; c = c->next)
-		for (int i = 0; i < CHUNK_BLOCKS; i++) {
-			memset(&c->b[i].t, 0, sizeof c->b[i].t);
-			if (&c->b[i].t != self)
-				c->b[i].used = 0;
+		g->threads = self ? 1 : 0;
+	}
+	uint32_t n = nchunkv < CHUNKS_MAX ? nchunkv : CHUNKS_MAX;
+	for (uint32_t c = 0; p && c < n; c++)
+		for (int i = 0; p->chunkv[c] && i < MMF_CHUNK_BLOCKS; i++) {
+			struct mmf_block *b = &p->chunkv[c][i];
+			memset(&b->t, 0, sizeof b->t);
+			b->used = &b->t == self;
 		}
 }
 
 void mmf_stats_snapshot(struct mmf_tstats *out, uint64_t ev[MMF_E_COUNT], uint32_t *threads)
 {
+	struct mmf_totals *g = __atomic_load_n(&tot, __ATOMIC_ACQUIRE);
+	struct priv *p = __atomic_load_n(&priv_p, __ATOMIC_ACQUIRE);
 	memset(out, 0, sizeof *out);
-	struct totals *g = __atomic_load_n(&totals_p, __ATOMIC_ACQUIRE);
-	if (g)
+	fold(out, &spare_static, 0);
+	if (g) {
 		fold(out, &g->retired, 0);
-	fold(out, &shared_block, 0);
-	for (struct chunk *c = __atomic_load_n(&chunks, __ATOMIC_ACQUIRE); c; c = c->next)
-		for (int i = 0; i < CHUNK_BLOCKS; i++)
-			if (LD(c->b[i].used))
-				fold(out, &c->b[i].t, 0);
+		fold(out, &g->spare, 0);
+	}
+	uint32_t n = __atomic_load_n(&nchunkv, __ATOMIC_ACQUIRE);
+	for (uint32_t c = 0; p && c < n && c < CHUNKS_MAX; c++) {
+		struct mmf_block *b = __atomic_load_n(&p->chunkv[c], __ATOMIC_ACQUIRE);
+		for (int i = 0; b && i < MMF_CHUNK_BLOCKS; i++)
+			if (LD(b[i].used))
+				fold(out, &b[i].t, 0);
+	}
 	for (int e = 0; e < MMF_E_COUNT; e++)
 		ev[e] = g ? LD(g->events[e]) : 0;
 	if (threads)
-		*threads = LD(threads_seen);
+		*threads = g ? LD(g->threads) : 0;
 }

@@ -94,6 +94,23 @@ struct mmf_tstats {
 	uint64_t v[MMF_K_COUNT][MMF_S_COUNT];
 };
 
+/* One thread's counters (used: a thread owns the block), in chunks of
+ * MMF_CHUNK_BLOCKS.  The layout is also read by other processes from the
+ * live segment (live.h), so it only grows at the end. */
+#define MMF_CHUNK_BLOCKS 64
+struct __attribute__((aligned(64))) mmf_block {
+	struct mmf_tstats t;
+	uint32_t used;
+};
+
+/* The process-wide part: counters of exited threads, the block shared when
+ * memory runs out, the events, the number of threads seen. */
+struct mmf_totals {
+	struct mmf_tstats retired, spare;
+	uint64_t events[MMF_E_COUNT];
+	uint32_t threads;
+};
+
 /* This thread's counters (allocated on first use; never NULL: falls back to
  * a shared block when memory runs out).  Async-signal-safe. */
 struct mmf_tstats *mmf_stats_self(void);
@@ -118,6 +135,11 @@ void mmf_stats_snapshot(struct mmf_tstats *out, uint64_t ev[MMF_E_COUNT], uint32
 const char *mmf_kind_name(int k);
 const char *mmf_field_name(int f);
 const char *mmf_event_name(int e);
+
+/* Moves the process-wide totals to *t (what they hold is copied) and takes
+ * later chunks of blocks from more() while it returns one (else from
+ * private memory).  Called once, at early init, by the live segment. */
+void mmf_stats_publish(struct mmf_totals *t, struct mmf_block *(*more)(void));
 
 /* Registers the pthread key used to see threads exit (call once, outside
  * any allocator).  Returns 0 or an error number. */

@@ -12,20 +12,10 @@
 # in incremental mode; luajit_traces.lua (tests/clients), when installed.
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-MMFOLD_LIB=${MMFOLD_LIB:-$ROOT/build/libmmfold.so}
-BUILD=${BUILD:-$ROOT/build/bench_profile}
+# shellcheck source=tools/bench_env.sh
+. "$(dirname "${BASH_SOURCE[0]}")/bench_env.sh"
 REPS=${BENCH_REPS:-5}
 ((REPS >= 5)) || REPS=5
-case $MMFOLD_LIB in /*) ;; *) MMFOLD_LIB=$PWD/$MMFOLD_LIB ;; esac
-mkdir -p "$BUILD"
-CC=${CC:-gcc}
-
-# Only the variables set below reach the workloads.
-CLEAN_ENV=(-u LD_PRELOAD)
-while read -r v; do
-	[[ -n $v ]] && CLEAN_ENV+=(-u "$v")
-done < <(compgen -e | grep '^MMFOLD_' || true)
 
 WL=()
 if echo '#include <gc.h>' | $CC -E -x c - >/dev/null 2>&1; then
@@ -41,7 +31,6 @@ else
 	echo "SKIP luajit: not installed"
 fi
 
-now() { date +%s.%N; }
 run_once() { # profile cmd...
 	local prof=$1 t0 t1
 	shift
@@ -50,12 +39,6 @@ run_once() { # profile cmd...
 	t1=$(now)
 	awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f\n", b - a }'
 }
-summary() { # file -> median min max
-	sort -g "$1" | awk '{ v[NR] = $1 } END {
-		m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-		printf "%.3f %.3f %.3f\n", m, v[1], v[NR] }'
-}
-
 echo "call-site profile cost: MMFOLD_PROFILE=0 vs 10, both LD_PRELOAD=$MMFOLD_LIB (safe mode)"
 echo "  $(nproc) CPU(s), $(uname -sr), load average $(cut -d' ' -f1-3 /proc/loadavg); $REPS rounds, alternating"
 printf '%-10s %-26s %-26s %s\n' workload "off: median (min-max) s" "on: median (min-max) s" "on/off"

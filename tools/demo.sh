@@ -7,26 +7,15 @@
 #      DEMO_RUNS   runs per mode (default 3)
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-MMFOLD_LIB=${MMFOLD_LIB:-$ROOT/build/libmmfold.so}
-BUILD=${BUILD:-$ROOT/build/demo}
+# shellcheck source=tools/bench_env.sh
+. "$(dirname "${BASH_SOURCE[0]}")/bench_env.sh"
 RUNS=${DEMO_RUNS:-3}
-case $MMFOLD_LIB in /*) ;; *) MMFOLD_LIB=$PWD/$MMFOLD_LIB ;; esac
-case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
 if [[ ! -f $MMFOLD_LIB ]]; then
 	echo "demo.sh: MMFOLD_LIB=$MMFOLD_LIB does not exist (run make first)" >&2
 	exit 2
 fi
-mkdir -p "$BUILD"
-CC=${CC:-gcc}
-
-CLEAN_ENV=(-u LD_PRELOAD)
-while read -r v; do
-	[[ -n $v ]] && CLEAN_ENV+=(-u "$v")
-done < <(compgen -e | grep '^MMFOLD_' || true)
 
 PREWARM=() # a command run before every measured run (part 3)
-now() { date +%s.%N; }
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 rule() { printf '%s\n' "------------------------------------------------------------------------"; }
 

@@ -222,6 +222,268 @@ else
 	fail "tests/tools/sites.c builds"
 fi
 
+# ------------------------------------------------------------- names from the ELF file
+# named.cc: no -rdynamic, stripped, debug information in a separate file
+# (.gnu_debuglink): dladdr names none of its sites; the report must.
+CXX=${CXX:-g++}
+mkdir -p "$T/named"
+if $CXX -std=c++17 -O1 -g -fno-omit-frame-pointer -fno-inline -o "$T/named/named" tests/tools/named.cc 2>"$T/named.cc.log" &&
+	objcopy --only-keep-debug "$T/named/named" "$T/named/named.debug" &&
+	strip --strip-all "$T/named/named" && objcopy --add-gnu-debuglink="$T/named/named.debug" "$T/named/named"; then
+	dyn=$(nm -D --defined-only "$T/named/named" | grep -c 'protect\|seal_pages')
+	syms=$(nm "$T/named/named" 2>&1 | grep -c 'protect\|seal_pages')
+	check "named: no site is a dynamic symbol ($dyn), the program has no symbol table ($syms)" \
+		test "$dyn" = 0 -a "$syms" = 0
+	# namedcheck FILE: the three sites, demangled, exact counts
+	namedcheck() {
+		grep -A2 "mprotect by calls:" "$1" | tail -1 | grep -q " 300 .*alpha_protect(char\*, unsigned long) at .*named.cc:[0-9]* (named+0x" &&
+		grep -A3 "mprotect by calls:" "$1" | tail -1 | grep -q " 30 .*beta_protect(char\*, unsigned long) at .*named.cc:" &&
+		grep -A2 "madvise by calls:" "$1" | tail -1 | grep -q " 17 .*gc::Heap::seal_pages(int) at .*named.cc:"
+	}
+	(cd "$T" && mmf run --profile 5 --json "$T/named.json" --svg "$T/named.svg" -- named/named >"$T/named.out" 2>"$T/named.err")
+	check "named: mmfold run --profile: alpha_protect 300, beta_protect 30, gc::Heap::seal_pages(int) 17, with source lines" \
+		namedcheck "$T/named.err"
+	check "named: the SVG names alpha_protect(char*, unsigned long)" svgcheck "$T/named.svg" "alpha_protect(char*, unsigned long)"
+	[[ $FAILS == 0 ]] || show "$T/named.err"
+	# The library's own JSON (no names in it), rendered later by mmfold report.
+	(cd "$T/named" && env LD_PRELOAD="$SLIB" MMFOLD_PROFILE=5 MMFOLD_STATS=1 MMFOLD_STATS_FORMAT=json \
+		MMFOLD_STATS_FILE="$T/named-lib.json" ./named >/dev/null)
+	check "named: the library's JSON has module, ELF address and build-id, and no name" \
+		eval '$PY - "$T/named-lib.json" "$(readelf -n "$T/named/named" | sed -n "s/.*Build ID: //p")" <<"EOF"
+import json, sys
+r = json.loads(open(sys.argv[1]).readline())
+s = r["profile"]["kinds"]["mprotect"]["by_count"][0]
+sys.exit(not (s["function"] == "?" and s["library"].endswith("/named/named") and
+              s["library"].startswith("/") and s["elf_address"].startswith("0x") and
+              s["build_id"] == sys.argv[2] and len(sys.argv[2]) == 40 and
+              r["command"] == "./named" and r["report"] == "exit"))
+EOF'
+	mmf report "$T/named-lib.json" -o "$T/named-lib.svg" >"$T/named-lib.txt" 2>/dev/null
+	check "named: mmfold report on the library's JSON names the three sites the same way" namedcheck "$T/named-lib.txt"
+	# Another machine: the program is not where the report says; --symbols finds a copy by name.
+	mkdir -p "$T/elsewhere"
+	cp "$T/named/named" "$T/named/named.debug" "$T/elsewhere/"
+	sed "s|$T/named/named|/nonexistent/named|g" "$T/named-lib.json" >"$T/moved.json"
+	mmf report "$T/moved.json" --no-svg >"$T/moved0.txt" 2>/dev/null
+	mmf report "$T/moved.json" --no-svg --symbols "$T/elsewhere" >"$T/moved.txt" 2>/dev/null
+	check "named: a report from elsewhere: no names without the files, named with --symbols DIR" \
+		eval '! grep -q alpha_protect "$T/moved0.txt" && namedcheck "$T/moved.txt"'
+	$CXX -std=c++17 -O0 -g -o "$T/elsewhere/named" tests/tools/named.cc
+	mmf report "$T/moved.json" --no-svg --symbols "$T/elsewhere" >"$T/moved2.txt" 2>/dev/null
+	check "named: a copy with another build-id is not used" eval '! grep -q alpha_protect "$T/moved2.txt"'
+else
+	fail "tests/tools/named.cc builds and strips ($CXX, objcopy, strip)"
+	show "$T/named.cc.log"
+fi
+
+# ------------------------------------------------------------- the SVG and HTML report
+mmf run -q --profile 5 --json "$T/tree.json" --svg "$T/tree.svg" --html "$T/tree.html" -- \
+	sh -c "$SCEN noop 1 >/dev/null; $T/named/named >/dev/null"
+check "svg: the title is the command, per-process lines, the folio line, '1 call' not '1 calls'" \
+	eval '$PY - "$T/tree.svg" "$T/tree.json" <<"EOF"
+import json, re, sys, xml.etree.ElementTree as ET
+ns = "{http://www.w3.org/2000/svg}"
+texts = [t.text or "" for t in ET.parse(sys.argv[1]).getroot().iter(ns + "text")]
+reps = [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
+assert texts[0].startswith("mmfold: sh -c "), texts[0]
+assert sum(1 for t in texts if re.match(r"pid \d+: ", t)) == len(reps) >= 2, texts
+assert any(t.startswith("folios: THP ") for t in texts), texts
+assert any(re.match(r"^1 call(,|$)", t) for t in texts), "no label says 1 call"
+assert not any(re.match(r"^1 calls", t) for t in texts)
+assert any("alpha_protect(char*, unsigned long)" in t for t in texts)
+EOF'
+cat "$T/tree.json" "$T/named.json" >"$T/trees.json"
+mmf report "$T/trees.json" -o "$T/trees.svg" --html "$T/trees.html" >/dev/null 2>&1
+check "report of two runs: one picture per process tree, each titled with its command" \
+	eval '$PY - "$T/trees.svg" <<"EOF"
+import sys, xml.etree.ElementTree as ET
+texts = [t.text or "" for t in ET.parse(sys.argv[1]).getroot().iter("{http://www.w3.org/2000/svg}text")]
+titles = [t for t in texts if t.startswith("mmfold: ")]
+assert len(titles) == 2 and "scenario noop 1" in titles[0] and titles[1] == "mmfold: named/named", titles
+EOF'
+check "svg: events show byte counts as sizes (thp_advised_bytes in MiB in fixture.json)" \
+	eval 'mmf report "$T/fx.json" -o "$T/fx2.svg" >/dev/null 2>&1 && $PY - "$T/fx2.svg" <<"EOF"
+import sys, xml.etree.ElementTree as ET
+texts = [t.text or "" for t in ET.parse(sys.argv[1]).getroot().iter("{http://www.w3.org/2000/svg}text")]
+ev = " ".join(texts)
+assert "thp_advised_bytes " in ev and " MiB" in ev and "thp_advised_bytes 6" not in ev, ev
+EOF'
+# No two labels overlap: boxes from the font size (0.6 em per character,
+# as the layout assumes; tests/tools/browser.sh measures real glyphs).
+overlapcheck() {
+	$PY - "$1" <<'EOF'
+import sys, xml.etree.ElementTree as ET
+boxes = []
+for t in ET.parse(sys.argv[1]).getroot().iter("{http://www.w3.org/2000/svg}text"):
+    x, y, size = float(t.get("x")), float(t.get("y")), float(t.get("font-size"))
+    w = len(t.text or "") * size * 0.6
+    x0 = x - w if t.get("text-anchor") == "end" else x
+    boxes.append((x0, y - size * 0.8, x0 + w, y + size * 0.2, t.text))
+bad = [(a[4], b[4]) for i, a in enumerate(boxes) for b in boxes[i + 1:]
+       if a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]]
+assert not bad, bad[:5]
+EOF
+}
+check "svg: no two text labels overlap (run with a profile, and fixture.json)" \
+	eval 'overlapcheck "$T/tree.svg" && overlapcheck "$T/fx2.svg"'
+check "html: a page with the SVG inline and the text report, no script" \
+	eval 'grep -q "^<svg xmlns" "$T/tree.html" && grep -q "<pre>mmfold " "$T/tree.html" && ! grep -qi "<script" "$T/tree.html"'
+
+# ------------------------------------------------------------- live statistics
+LIVEP=$T/live
+sum='import json,sys; r=json.load(open(sys.argv[1])); print(sum(c["calls"] for c in r["kinds"].values()))'
+# start_live OUT ARGS...: the command under the library with MMFOLD_LIVE=1,
+# in the background, until it prints "ready"; sets LPID
+start_live() {
+	local out=$1; shift
+	env LD_PRELOAD="$SLIB" MMFOLD_LIVE=1 "$@" >"$out" 2>&1 &
+	LPID=$!
+	for _ in $(seq 600); do grep -qs ready "$out" && return 0; sleep 0.1; done
+	return 1
+}
+if $CC -std=gnu11 -O1 -o "$LIVEP" tests/tools/live.c -pthread; then
+	calls_of() { sed -n 's/^  mprotect  *\([0-9]*\) .*/\1/p' "$1"; }
+	start_live "$T/live.out" "$LIVEP" run
+	mmf stat "$LPID" >"$T/stat1" 2>&1
+	sleep 0.5
+	mmf stat "$LPID" >"$T/stat2" 2>&1
+	c1=$(calls_of "$T/stat1") c2=$(calls_of "$T/stat2")
+	check "stat PID: the exit report's table, mprotect calls grow ($c1 -> $c2) while it runs" \
+		eval 'has "$T/stat1" "mmfold $VERSION: pid $LPID, mode safe, threads 2" && test "${c1:-0}" -gt 0 && test "${c2:-0}" -gt "${c1:-0}"'
+	mmf stat --json "$LPID" >"$T/stat.json" 2>&1
+	check "stat --json: kinds and events of the library's JSON, \"report\":\"live\"" \
+		eval '$PY -c "import json,sys; r=json.load(open(sys.argv[1])); sys.exit(not (r[\"report\"] == \"live\" and r[\"kinds\"][\"mprotect\"][\"calls\"] > 0 and \"reentered\" in r[\"events\"]))" "$T/stat.json"'
+	mmf top -b -n 1 -d 0.5 >"$T/top1" 2>&1
+	check "top -b -n 1: the process with calls per second, share skipped, kernel time per second" \
+		eval 'grep -E "^ +$LPID +[1-9][0-9]* +[0-9]+ +[0-9.]+% +[0-9.]+ms +2 +[0-9]+ safe +$LIVEP run$" "$T/top1" >/dev/null'
+	[[ $FAILS == 0 ]] || { show "$T/stat1"; show "$T/top1"; }
+	env LD_PRELOAD="$SLIB" "$LIVEP" run >"$T/nolive.out" 2>&1 &
+	NPID=$!
+	for _ in $(seq 300); do grep -qs ready "$T/nolive.out" && break; sleep 0.1; done
+	mmf top -b -n 1 -d 0.1 >"$T/top4" 2>&1
+	kill -KILL "$NPID"; wait "$NPID" 2>/dev/null
+	check "top also names a process with mmfold loaded but without MMFOLD_LIVE=1" \
+		eval 'grep -q "^without MMFOLD_LIVE=1 (no counters to show): .*$NPID $LIVEP run" "$T/top4" && ! grep -q "^ *$NPID " "$T/top4"'
+	kill -KILL "$LPID"; wait "$LPID" 2>/dev/null
+	check "SIGKILL leaves /dev/shm/mmfold.$LPID behind" test -e "/dev/shm/mmfold.$LPID"
+	mmf top -b -n 1 -d 0.1 >"$T/top2" 2>"$T/top2.err"
+	check "top recognises it as stale, removes it and says so" \
+		eval 'test ! -e "/dev/shm/mmfold.$LPID" && has "$T/top2.err" "removed stale /dev/shm/mmfold.$LPID (pid $LPID exited)" && ! grep -q "^ *$LPID " "$T/top2"'
+	mmf stat "$LPID" >/dev/null 2>"$T/stat3"
+	st=$?
+	check "stat of a process without a segment fails (status 1) and says why" \
+		eval 'test $st = 1 && has "$T/stat3" "no live statistics for pid $LPID"'
+	# after an execve into a program without mmfold the pid lives on: the
+	# segment is stale because the process no longer maps it
+	env LD_PRELOAD="$SLIB" MMFOLD_LIVE=1 sh -c 'exec env -u LD_PRELOAD sleep 3' &
+	EPID=$!
+	for _ in $(seq 50); do [[ -e /dev/shm/mmfold.$EPID ]] && ! grep -q libmmfold "/proc/$EPID/maps" && break; sleep 0.1; done
+	mmf top -b -n 1 -d 0.1 >/dev/null 2>"$T/top3.err"
+	check "exec into a program without mmfold: top removes the segment (pid alive, not mapped)" \
+		eval 'kill -0 $EPID && test ! -e "/dev/shm/mmfold.$EPID" && has "$T/top3.err" "removed stale /dev/shm/mmfold.$EPID (pid $EPID no longer maps it"'
+	kill "$EPID" 2>/dev/null; wait "$EPID" 2>/dev/null
+	# profiled: mmfold stat shows the running process's call sites, named
+	$CC -std=gnu11 -O1 -g -fno-inline -o "$T/liveg" tests/tools/live.c -pthread
+	start_live "$T/liveg.out" env MMFOLD_PROFILE=5 "$T/liveg" run
+	mmf stat --top 2 "$LPID" >"$T/pstat1" 2>&1
+	sleep 0.5
+	mmf stat --top 2 "$LPID" >"$T/pstat2" 2>&1
+	kill -KILL "$LPID"; wait "$LPID" 2>/dev/null; rm -f "/dev/shm/mmfold.$LPID"
+	b1=$(grep -A2 "mprotect by calls:" "$T/pstat1" | tail -1 | awk '{print $1}')
+	b2=$(grep -A2 "mprotect by calls:" "$T/pstat2" | tail -1 | awk '{print $1}')
+	check "stat of a profiled process: its top site, burst at live.c, grows ($b1 -> $b2)" \
+		eval 'grep -A2 "mprotect by calls:" "$T/pstat2" | tail -1 | grep -q " burst+0x[0-9a-f]* at .*live.c:[0-9]* (liveg+0x" &&
+		      test "${b1:-0}" -gt 0 && test "${b2:-0}" -gt "${b1:-0}"'
+	[[ $FAILS == 0 ]] || show "$T/pstat2"
+	# a forked child has its own segment, counting from zero
+	start_live "$T/livef.out" "$LIVEP" fork
+	for _ in $(seq 300); do [[ $(grep -c ready "$T/livef.out") -ge 2 ]] && break; sleep 0.1; done
+	kids=$(grep -o "ready [0-9]*" "$T/livef.out" | awk '{print $2}' | sort -u | tr '\n' ' ')
+	segs=0; for k in $kids; do [[ -e /dev/shm/mmfold.$k ]] && segs=$((segs + 1)); done
+	check "fork: parent and child each have a segment (pids $kids)" test "$segs" = 2
+	thr=""; for k in $kids; do thr+="$(mmf stat --json "$k" 2>&1 | $PY -c 'import json,sys; print(json.load(sys.stdin)["threads"])' 2>&1) "; done
+	check "fork: each counts its own two threads, the child from zero (threads: $thr)" test "$thr" = "2 2 "
+	for k in $kids; do kill -KILL "$k" 2>/dev/null; done
+	wait "$LPID" 2>/dev/null
+	for k in $kids; do rm -f "/dev/shm/mmfold.$k"; done
+	start_live "$T/live3.out" "$LIVEP" for 0.3
+	wait "$LPID"
+	check "a process that exits removes its segment" test ! -e "/dev/shm/mmfold.$LPID"
+	env LD_PRELOAD="$SLIB" MMFOLD_LIVE=1 sh -c 'echo $$; (exit 3)' >"$T/shpid" 2>&1
+	st=$?
+	check "a process leaving through _exit (a shell) removes its segment too, with its status" \
+		eval 'test $st = 3 && test ! -e "/dev/shm/mmfold.$(cat "$T/shpid")"'
+	start_live "$T/livev.out" "$LIVEP" vfork
+	check "a vfork child's _exit leaves its parent's segment alone" test -e "/dev/shm/mmfold.$LPID"
+	kill -TERM "$LPID"; wait "$LPID" 2>/dev/null; rm -f "/dev/shm/mmfold.$LPID"
+	# periodic reports: two or more in 3.5 s with MMFOLD_STATS_INTERVAL=1, then the one at exit
+	env LD_PRELOAD="$SLIB" MMFOLD_STATS_INTERVAL=1 MMFOLD_STATS=1 MMFOLD_STATS_FORMAT=json \
+		MMFOLD_STATS_FILE="$T/periodic.json" "$LIVEP" for 3.5 >/dev/null
+	check "MMFOLD_STATS_INTERVAL=1: periodic JSON reports with growing counts, then the exit report" \
+		eval '$PY - "$T/periodic.json" <<"EOF"
+import json, sys
+reps = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+kinds = [r["report"] for r in reps]
+calls = [r["kinds"]["mprotect"]["calls"] for r in reps]
+assert kinds[:-1] == ["periodic"] * (len(reps) - 1) and kinds[-1] == "exit" and len(reps) >= 3, kinds
+assert calls == sorted(calls) and calls[0] > 0, calls
+EOF'
+	mmf report "$T/periodic.json" --no-svg >"$T/periodic.txt" 2>&1
+	last=$($PY -c 'import json,sys; print([json.loads(l) for l in open(sys.argv[1])][-1]["kinds"]["mprotect"]["calls"])' "$T/periodic.json")
+	check "report of periodic reports: the last of the process counts, not the sum ($last)" \
+		hasre "$T/periodic.txt" "^  mprotect +$last "
+else
+	fail "tests/tools/live.c builds"
+fi
+
+# Real services: the counters of a Node server and of a Java program grow.
+if command -v node >/dev/null; then
+	cat >"$T/server.js" <<'EOF'
+const http = require("http");
+http.createServer((q, r) => r.end("ok")).listen(0, () => console.log("ready " + process.pid));
+let n = 0;
+// new code every few milliseconds: V8 flips its code pages to write it
+setInterval(() => { for (let i = 0; i < 20; i++) new Function("x", "return x + " + (n++))(1); }, 5);
+EOF
+	if start_live "$T/node.live" node "$T/server.js"; then
+		sleep 1
+		mmf stat --json "$LPID" >"$T/n1" 2>&1; sleep 1.5; mmf stat --json "$LPID" >"$T/n2" 2>&1
+		mmf top -b -n 1 -d 1 >"$T/ntop" 2>&1
+	fi
+	kill -TERM "$LPID"; wait "$LPID" 2>/dev/null
+	n1=$($PY -c "$sum" "$T/n1" 2>/dev/null) n2=$($PY -c "$sum" "$T/n2" 2>/dev/null)
+	check "node server: mmfold stat shows its calls growing (${n1:-none} -> ${n2:-none}), mmfold top lists it" \
+		eval 'test "${n1:-0}" -gt 0 && test "${n2:-0}" -gt "${n1:-0}" && grep -q "node $T/server.js" "$T/ntop"'
+	rm -f "/dev/shm/mmfold.$LPID"
+else
+	skip "live node server: node is not installed (make deps-clients installs it)"
+fi
+if command -v java >/dev/null; then
+	cat >"$T/Live.java" <<'EOF'
+public class Live {
+    public static void main(String[] a) throws Exception {
+        System.out.println("ready " + ProcessHandle.current().pid());
+        for (;;) { // threads come and go: stacks mapped, guard pages protected
+            Thread t = new Thread(() -> { byte[] b = new byte[1 << 20]; b[7] = 1; });
+            t.start(); t.join(); Thread.sleep(10);
+        }
+    }
+}
+EOF
+	if start_live "$T/java.live" java -XX:+UseSerialGC "$T/Live.java"; then
+		sleep 1
+		mmf stat --json "$LPID" >"$T/j1" 2>&1; sleep 1.5; mmf stat --json "$LPID" >"$T/j2" 2>&1
+	fi
+	kill -TERM "$LPID"; wait "$LPID" 2>/dev/null
+	j1=$($PY -c "$sum" "$T/j1" 2>/dev/null) j2=$($PY -c "$sum" "$T/j2" 2>/dev/null)
+	check "java program: mmfold stat shows its calls growing (${j1:-none} -> ${j2:-none})" \
+		eval 'test "${j1:-0}" -gt 0 && test "${j2:-0}" -gt "${j1:-0}"'
+	[[ $FAILS == 0 ]] || { show "$T/java.live"; show "$T/j2"; }
+	rm -f "/dev/shm/mmfold.$LPID"
+else
+	skip "live java program: java is not installed (make deps-clients installs it)"
+fi
+
 # ------------------------------------------------------------- mmfold bench (installed)
 (cd / && mmf bench --reps 1 --scale 0.01 --only noop_64k --only toggle >"$T/bench.out" 2>"$T/bench.err")
 st=$?
