@@ -29,7 +29,7 @@ UNWIND_CFLAGS = $(shell $(PKG_CONFIG) --cflags libunwind 2>/dev/null)
 
 ENGINE_SRC  := src/sys.c src/map.c src/fmt.c src/config.c src/stats.c src/engine.c \
 	       src/report.c src/verify.c src/folio.c src/batch.c src/lazy.c src/sigchain.c \
-	       src/sigrestore.S src/profile.c src/shape.c src/wx.c
+	       src/sigrestore.S src/profile.c src/shape.c src/wx.c src/thp.c
 PRELOAD_SRC := preload/next.c preload/init.c preload/mman.c preload/madvise.c \
 	       preload/mlock.c preload/misc.c preload/syscall.c preload/batch.c preload/signal.c \
 	       preload/io.c preload/unwind.c
