@@ -520,7 +520,7 @@ static void record_mmap(const struct mmf_op *op, long r)
 	 * a reservation (PROT_NONE), else it is watched and advised once found
 	 * densely touched (thp.c).  A range the program marked MADV_NOHUGEPAGE
 	 * never is, nor a MAP_STACK mapping (the kernel marks those
-	 * MADV_NOHUGEPAGE itself since Linux 6.7). */
+	 * MADV_NOHUGEPAGE itself on recent kernels). */
 	int advise = 0, watch = 0;
 	if (anon && (flags & MAP_STACK))
 		a.adv_known &= (uint8_t)~(MMF_ADV_HUGEPAGE | MMF_ADV_NOHUGEPAGE);
