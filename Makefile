@@ -29,7 +29,7 @@ UNWIND_CFLAGS = $(shell $(PKG_CONFIG) --cflags libunwind 2>/dev/null)
 
 ENGINE_SRC  := src/sys.c src/map.c src/fmt.c src/config.c src/stats.c src/engine.c \
 	       src/report.c src/verify.c src/folio.c src/batch.c src/lazy.c src/sigchain.c \
-	       src/sigrestore.S src/profile.c src/shape.c src/wx.c src/live.c
+	       src/sigrestore.S src/profile.c src/shape.c src/wx.c src/live.c src/thp.c
 PRELOAD_SRC := preload/next.c preload/init.c preload/mman.c preload/madvise.c \
 	       preload/mlock.c preload/misc.c preload/syscall.c preload/batch.c preload/signal.c \
 	       preload/io.c preload/unwind.c preload/exit.c
@@ -40,9 +40,13 @@ LIB         := $(BUILD)/libmmfold.so
 DEPS_BUILD   := gcc make pkg-config libc6-dev libunwind-dev
 DEPS_CHECK   := check libsubunit-dev libunwind-dev binutils g++ valgrind
 DEPS_CLIENTS := luajit libgc-dev libjemalloc-dev libjemalloc2 nodejs default-jdk-headless
+# The corpus of runtimes (tests/corpus/run.sh); python3 is Debian's CPython.
+DEPS_CORPUS  := python3 pypy3 mono-runtime mono-mcs guile-3.0 ruby sbcl erlang-nox racket gforth \
+		php-cli chezscheme ghc
 
-.PHONY: all lib check check-unit check-preload soak check-clients check-browser deps-browser bench-live check-symbols check-wx-yjit demo bench bench-thp bench-shape bench-lazy bench-wx \
-	bench-bin asan tsan valgrind deps-build deps-check deps-clients install uninstall clean
+.PHONY: all lib check check-unit check-preload soak check-clients check-corpus check-browser deps-browser \
+	bench-live check-symbols check-wx-yjit demo bench bench-thp bench-shape bench-lazy bench-wx bench-corpus \
+	bench-bin asan tsan valgrind deps-build deps-check deps-clients deps-corpus install uninstall clean
 
 all: lib
 
@@ -80,6 +84,8 @@ deps-clients-min:
 	$(call need,luajit libgc-dev libjemalloc-dev libjemalloc2)
 deps-clients-all:
 	$(call need,$(DEPS_CLIENTS))
+deps-corpus: deps-clients
+	$(call need,$(DEPS_CORPUS))
 
 # ---- tests ---------------------------------------------------------------
 CHECK_CFLAGS = $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
@@ -144,6 +150,18 @@ deps-browser:
 
 check-clients: deps-clients $(LIB)
 	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/clients tests/clients/run.sh
+
+# The corpus of runtimes: each one's workload without mmfold, in safe mode
+# and in lazy mode, same output required; a runtime not installed fails.
+check-corpus: deps-corpus $(LIB)
+	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/corpus CORPUS_STRICT=1 tests/corpus/run.sh
+
+# The corpus table of BENCHMARKS.md: 5 rounds, alternating no mmfold, the
+# defaults, MMFOLD_THP=advise (the advice of every large mapping) and
+# MMFOLD_THP=off; $(BUILD)/bench_corpus/corpus-table.md.
+bench-corpus: deps-corpus $(LIB)
+	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/bench_corpus CORPUS_STRICT=1 CORPUS_REPS=5 \
+	  CORPUS_CONFIGS="none safe advise thpoff" tests/corpus/run.sh
 
 demo: deps-clients $(LIB)
 	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/demo tools/demo.sh

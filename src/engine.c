@@ -33,6 +33,7 @@
 #include "live.h"
 #include "sigchain.h"
 #include "folio.h"
+#include "thp.h"
 #include "profile.h"
 #include "shape.h"
 #include "sys.h"
@@ -212,6 +213,8 @@ void mmf_early_init(void)
 		thp_active = (cfg.v[MMF_OPT_THP] == MMF_THP_AUTO && mmf_folio_advice_pays(&folio)) ||
 			     (cfg.v[MMF_OPT_THP] == MMF_THP_ADVISE && folio.top != MMF_THP_NEVER);
 		align_active = cfg.v[MMF_OPT_ALIGN] != MMF_ALIGN_OFF;
+		if (thp_active && cfg.v[MMF_OPT_THP] == MMF_THP_AUTO)
+			mmf_thp_init(&map, page, mmf_folio_advice_size(&folio), folio.max_ptes_none);
 		if (cfg.v[MMF_OPT_STATS])
 			mmf_folio_fault_counts(&folio, faults0);
 	}
@@ -561,19 +564,32 @@ static void record_mmap(const struct mmf_op *op, long r)
 	}
 	if (flags & MAP_LOCKED)
 		mlock_seen = 1;
-	/* A MAP_FIXED commit into a range that carries MADV_HUGEPAGE (a JVM
-	 * committing heap inside its advised reservation) loses the flag in
-	 * the kernel: it gets it back.  A range the program marked
-	 * MADV_NOHUGEPAGE never does. */
-	int advise = 0;
-	if (thp_active && !thp_disabled && a.owned && anon && (flags & MAP_TYPE) == MAP_PRIVATE) {
+	/* Huge-page advice (README.md, "Large folios").  A MAP_FIXED commit
+	 * into a range that carries mmfold's MADV_HUGEPAGE (a JVM committing
+	 * heap inside its advised reservation) loses the flag in the kernel:
+	 * it gets it back.  Otherwise a mapping of at least MMFOLD_THP_MIN is
+	 * advised at once under MMFOLD_THP=advise; under auto only when it is
+	 * a reservation (PROT_NONE), else it is watched and advised once found
+	 * densely touched (thp.c).  A range the program marked MADV_NOHUGEPAGE
+	 * never is, nor a MAP_STACK mapping (the kernel marks those
+	 * MADV_NOHUGEPAGE itself on recent kernels). */
+	int advise = 0, watch = 0;
+	if (anon && (flags & MAP_STACK))
+		a.adv_known &= (uint8_t)~(MMF_ADV_HUGEPAGE | MMF_ADV_NOHUGEPAGE);
+	if (thp_active && !thp_disabled && a.owned && anon && (flags & MAP_TYPE) == MAP_PRIVATE &&
+	    !(flags & MAP_STACK)) {
+		int big = len >= (uint64_t)cfg.v[MMF_OPT_THP_MIN];
 		if (flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) {
 			struct mmf_want w = {.what = MMF_Q_ADV, .adv_bit = MMF_ADV_OURS, .adv_val = 1};
 			int v = mmf_map_check(&map, s, e, &w);
-			advise = v == MMF_NOOP_PROVEN || v == MMF_NOOP_UNPROVEN ||
-				 (len >= (uint64_t)cfg.v[MMF_OPT_THP_MIN] && !range_has_nohuge(s, e));
-		} else {
-			advise = len >= (uint64_t)cfg.v[MMF_OPT_THP_MIN];
+			advise = v == MMF_NOOP_PROVEN || v == MMF_NOOP_UNPROVEN;
+			big = big && !range_has_nohuge(s, e);
+		}
+		if (!advise && big) {
+			if (cfg.v[MMF_OPT_THP] == MMF_THP_ADVISE || prot == PROT_NONE)
+				advise = 1;
+			else
+				watch = 1;
 		}
 	}
 	if (!(flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) && (!low_water || s < low_water))
@@ -588,6 +604,8 @@ static void record_mmap(const struct mmf_op *op, long r)
 		mmf_event(MMF_E_THP_ADVISED);
 		mmf_event_add(MMF_E_THP_BYTES, e - s);
 	}
+	if (watch && mmf_thp_watch(s, e) == 0)
+		mmf_event(MMF_E_THP_WATCHED);
 }
 
 /* Does any page of [s,e) carry a known MADV_NOHUGEPAGE? */
@@ -1690,6 +1708,7 @@ static long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 	record(op, r, &hint);
 	if (mode >= MMF_MODE_SAFE)
 		mmf_wx_after(op, r);
+	mmf_thp_tick(PLD(thp_disabled));
 	wleave();
 	if (tracing)
 		trace(op, "forwarded", r);
@@ -1710,7 +1729,13 @@ static uint64_t align_plan(const struct mmf_op *op)
 	uint64_t len = ((uint64_t)op->a[1] + page - 1) & ~(uint64_t)(page - 1);
 	if (len < (uint64_t)op->a[1] || len > (1ull << 46))
 		return 0;
-	int advised = thp_active && !thp_disabled && len >= (uint64_t)cfg.v[MMF_OPT_THP_MIN];
+	/* Only what record_mmap() advises at once: under MMFOLD_THP=auto a
+	 * mapping that is only watched keeps the kernel's placement (a
+	 * conservative collector that grows its heap with address hints, as
+	 * Guile's libgc does, kept 25% more memory when such mappings moved). */
+	int advised = thp_active && !thp_disabled && len >= (uint64_t)cfg.v[MMF_OPT_THP_MIN] &&
+		      !(flags & MAP_STACK) &&
+		      (cfg.v[MMF_OPT_THP] == MMF_THP_ADVISE || (int)op->a[2] == PROT_NONE);
 	return mmf_folio_align_for(&folio, len, cfg.v[MMF_OPT_ALIGN], cfg.v[MMF_OPT_ALIGN_MIN], advised);
 }
 

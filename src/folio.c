@@ -68,6 +68,13 @@ void mmf_folio_probe(struct mmf_folio_sys *f)
 {
 	char buf[256];
 	memset(f, 0, sizeof *f);
+	f->max_ptes_none = 511;
+	if (read_small(THP_DIR "/khugepaged/max_ptes_none", buf, sizeof buf) > 0 && buf[0] >= '0' &&
+	    buf[0] <= '9') {
+		f->max_ptes_none = 0;
+		for (const char *p = buf; *p >= '0' && *p <= '9'; p++)
+			f->max_ptes_none = f->max_ptes_none * 10 + (uint64_t)(*p - '0');
+	}
 	if (read_small(THP_DIR "/enabled", buf, sizeof buf) < 0)
 		return;
 	f->top = parse_setting(buf);
@@ -124,6 +131,15 @@ int mmf_folio_advice_pays(const struct mmf_folio_sys *f)
 		if (f->state[i] == MMF_THP_MADVISE)
 			return 1;
 	return 0;
+}
+
+uint64_t mmf_folio_advice_size(const struct mmf_folio_sys *f)
+{
+	uint64_t a = 0;
+	for (int i = 0; i < f->nsizes; i++)
+		if (f->state[i] == MMF_THP_MADVISE)
+			a = f->size[i];
+	return a;
 }
 
 uint64_t mmf_folio_align_for(const struct mmf_folio_sys *f, uint64_t len, long cfg_align,

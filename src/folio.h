@@ -16,6 +16,7 @@ struct mmf_folio_sys {
 	int nsizes;          /* sizes found, ascending */
 	uint64_t size[MMF_FOLIO_SIZES];
 	int state[MMF_FOLIO_SIZES]; /* effective: "inherit" resolved to top */
+	uint64_t max_ptes_none;     /* khugepaged/max_ptes_none (511 if unreadable) */
 };
 
 /* Reads the system's settings into *f (all never when THP is absent). */
@@ -25,6 +26,10 @@ void mmf_folio_probe(struct mmf_folio_sys *f);
  * when advising pays: some size is "madvise" (an "always" size needs no
  * advice). */
 int mmf_folio_advice_pays(const struct mmf_folio_sys *f);
+
+/* The largest folio size that only advice turns on ("madvise"), or 0: the
+ * block whose density decides whether advice pays (thp.c). */
+uint64_t mmf_folio_advice_size(const struct mmf_folio_sys *f);
 
 /* The alignment for a new anonymous mapping of len bytes, or 0 for none.
  * cfg_align: MMF_ALIGN_AUTO, MMF_ALIGN_OFF or a size; cfg_min: the

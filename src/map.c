@@ -73,21 +73,27 @@ int mmf_map_init(struct mmf_map *m)
 	return 0;
 }
 
+/* A freed block first, else the next untouched one of the slab: a slab's
+ * pages become resident only as blocks are used (a small program's map
+ * takes a few pages, not the whole 256 KiB). */
 static struct mmf_block *block_alloc(struct mmf_map *m)
 {
-	if (!m->free_blocks) {
-		char *p = mmf_sys_mmap(NULL, SLAB_BLOCKS * 4096, PROT_READ | PROT_WRITE,
-				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (mmf_sys_err((long)p))
-			return NULL;
-		for (int i = SLAB_BLOCKS - 1; i >= 0; i--) {
-			struct mmf_block *b = (struct mmf_block *)(p + (size_t)i * 4096);
-			b->next_free = m->free_blocks;
-			m->free_blocks = b;
-		}
-	}
 	struct mmf_block *b = m->free_blocks;
-	m->free_blocks = b->next_free;
+	if (b) {
+		m->free_blocks = b->next_free;
+	} else {
+		if (!m->slab_left) {
+			char *p = mmf_sys_mmap(NULL, SLAB_BLOCKS * 4096, PROT_READ | PROT_WRITE,
+					       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (mmf_sys_err((long)p))
+				return NULL;
+			m->slab = p;
+			m->slab_left = SLAB_BLOCKS;
+		}
+		b = (struct mmf_block *)m->slab;
+		m->slab += 4096;
+		m->slab_left--;
+	}
 	ST(b->n, 0);
 	return b;
 }

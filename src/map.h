@@ -114,6 +114,8 @@ struct mmf_map {
 	uint32_t full;  /* set when capacity ran out: everything after is CHANGE */
 	uint64_t nrecs;
 	struct mmf_block *free_blocks;
+	char *slab;             /* blocks never used yet: slab_left of them at slab */
+	uint32_t slab_left;
 	struct mmf_block **top; /* MMF_TOP_CAP pointers, raw-mmap'd */
 };
 

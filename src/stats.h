@@ -48,6 +48,9 @@ enum {
 	X(FORKS, "forks")                                                      \
 	X(THP_ADVISED, "thp_advised")     /* mappings given MADV_HUGEPAGE */    \
 	X(THP_BYTES, "thp_advised_bytes")                                      \
+	X(THP_WATCHED, "thp_watched")     /* mappings watched for density (auto) */ \
+	X(THP_LOOKS, "thp_looks")         /* residency reads of watched mappings */ \
+	X(THP_DENSE, "thp_advised_dense") /* of thp_advised: found dense later */ \
 	X(ALIGNED, "aligned")             /* mappings placed folio-aligned */   \
 	X(ALIGNED_BYTES, "aligned_bytes")                                      \
 	X(ALIGN_OVERMAP, "align_overmapped") /* took the map-and-trim path */   \

@@ -19,7 +19,8 @@
 # AnonHugePages of the command, and the system-wide THP fault counters.
 #
 # Sections (BENCH_ONLY takes these names or the group names):
-#   java:     java_g1 java_parallel (tools/bench/ThpAlloc.java)
+#   java:     java_g1 java_parallel java_shenandoah java_zgc
+#             (tools/bench/ThpAlloc.java)
 #   clients:  node luajit boehm jemalloc
 #   mthp:     mthp_always mthp_inherit (tools/bench/small_maps.c; sets
 #             hugepages-64kB/enabled)
@@ -208,10 +209,10 @@ java_ready() {
 }
 
 # ---------------------------------------------------------------- workloads
-ALL=(java_g1 java_parallel node luajit boehm jemalloc mthp_always mthp_inherit
+ALL=(java_g1 java_parallel java_shenandoah java_zgc node luajit boehm jemalloc mthp_always mthp_inherit
 	mprotect_4k mprotect_64k mprotect_2m mprotect_default mprotect_many mprotect_many_4k)
 declare -A GROUP=(
-	[java]="java_g1 java_parallel"
+	[java]="java_g1 java_parallel java_shenandoah java_zgc"
 	[clients]="node luajit boehm jemalloc"
 	[mthp]="mthp_always mthp_inherit"
 	[mprotect]="mprotect_4k mprotect_64k mprotect_2m mprotect_default mprotect_many mprotect_many_4k"
@@ -239,11 +240,14 @@ H64=$THP/hugepages-64kB/enabled
 define() {
 	KIND="" CMD=() PRE_LOAD="" SYSFS=() CFGS=(none off default) DESC="" CHECK=1 INTERVAL=100 SKIP=""
 	case $1 in
-	java_g1 | java_parallel)
+	java_g1 | java_parallel | java_shenandoah | java_zgc)
 		KIND=java
 		local gc=-XX:+UseG1GC
 		[[ $1 == java_parallel ]] && gc=-XX:+UseParallelGC
+		[[ $1 == java_shenandoah ]] && gc=-XX:+UseShenandoahGC
+		[[ $1 == java_zgc ]] && gc=-XX:+UseZGC
 		java_ready || SKIP="java/javac not available or ThpAlloc.java did not compile"
+		[[ -z $SKIP ]] && ! java "$gc" -version >/dev/null 2>&1 && SKIP="this JDK has no $gc"
 		CMD=("$(command -v java || echo java)" "$gc" "${JAVA_ARGS[@]}")
 		CFGS=(none off default thpref)
 		DESC="ThpAlloc (384 MiB live set, 120 churn rounds), $gc"

@@ -7,7 +7,13 @@
  *                  must land where asked
  *   folio nohuge   MADV_NOHUGEPAGE and PR_SET_THP_DISABLE are respected
  *   folio inherit  a MAP_FIXED commit inside a large reservation: its
- *                  VmFlags (hg when mmfold advised the reservation) */
+ *                  VmFlags (hg when mmfold advised the reservation)
+ *   folio policy   which mappings end with MADV_HUGEPAGE (hg) under the
+ *                  policy in force: a densely and a sparsely touched
+ *                  read-write mapping (each followed by 64 forwarded
+ *                  calls, when MMFOLD_THP=auto looks at them), a
+ *                  reservation and a commit inside it, a MAP_STACK
+ *                  mapping, a dense one the program marked NOHUGEPAGE */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdint.h>
@@ -163,6 +169,37 @@ int main(int argc, char **argv)
 		munmap(q, nl);
 		munmap(blk, 4096);
 		printf("maps as before: %s\n", strcmp(before, slurp("/proc/self/maps")) ? "NO" : "yes");
+	} else if (!strcmp(what, "policy")) {
+		char f[512];
+		size_t big = 64 << 20, blk = 2 << 20;
+		char *tick = must_map(NULL, 4096, PROT_READ | PROT_WRITE, 0);
+		char *dense = must_map(NULL, big, PROT_READ | PROT_WRITE, 0);
+		char *sparse = must_map(NULL, big, PROT_READ | PROT_WRITE, 0);
+		char *nohuge = must_map(NULL, big, PROT_READ | PROT_WRITE, 0);
+		char *stack = must_map(NULL, 8 << 20, PROT_READ | PROT_WRITE, MAP_STACK);
+		char *res = must_map(NULL, big, PROT_NONE, MAP_NORESERVE);
+		char *commit = must_map(res + blk, 4 * blk, PROT_READ | PROT_WRITE, MAP_FIXED);
+		if (madvise(nohuge, big, MADV_NOHUGEPAGE))
+			return 4;
+		/* dense: the first 8 MiB whole; sparse: one page in each of 16 blocks */
+		memset(dense, 1, 4 * blk);
+		memset(nohuge, 1, 4 * blk);
+		for (int i = 0; i < 16; i++)
+			sparse[(size_t)i * blk + 4096] = 1;
+		stack[(8 << 20) - 1] = 1;
+		/* forwarded calls: each changes the protection of one page */
+		for (int i = 0; i < 64; i++)
+			if (mprotect(tick, 4096, i % 2 ? PROT_READ | PROT_WRITE : PROT_READ))
+				return 7;
+		memset(dense + 4 * blk, 2, 4 * blk); /* goes on touching densely */
+		struct { const char *name; char *p; } m[] = {
+			{"dense", dense}, {"sparse", sparse}, {"nohuge", nohuge},
+			{"stack", stack}, {"reservation", res}, {"commit", commit}};
+		for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
+			vmflags(m[i].p, f, sizeof f);
+			printf("%s: hg %d\n", m[i].name, has(f, "hg"));
+		}
+		printf("content ok: %s\n", dense[12345] == 1 && dense[5 * blk] == 2 && sparse[4096] == 1 ? "yes" : "NO");
 	} else if (!strcmp(what, "inherit")) {
 		char f[512];
 		char *res = must_map(NULL, 64 << 20, PROT_NONE, MAP_NORESERVE);

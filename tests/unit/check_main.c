@@ -32,6 +32,7 @@ static Suite *(*const all_suites[])(void) = {
 	sigchain_suite,
 	tools_suite,
 	wx_suite,
+	thp_suite,
 };
 
 int main(void)

@@ -377,6 +377,56 @@ START_TEST(folio_inherit)
 }
 END_TEST
 
+/* The system's THP setting is "madvise" (where mmfold's advice does
+ * anything under MMFOLD_THP=auto). */
+static int thp_madvise(void)
+{
+	char buf[128];
+	slurp("/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof buf);
+	return strstr(buf, "[madvise]") != NULL;
+}
+
+/* Which mappings get MADV_HUGEPAGE: under auto a reservation and a commit
+ * inside it at once, a read-write mapping only once found densely touched
+ * (thp.c), never a sparse one, a MAP_STACK one or one the program marked
+ * NOHUGEPAGE; under advise every large one but the last two; under off
+ * none.  The counters say the same. */
+START_TEST(folio_policy)
+{
+	struct result r;
+	const char *env_auto[] = {"MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
+	folio_run(&r, "policy", env_auto);
+	ck_assert_msg(strstr(r.out, "content ok: yes"), "%s", r.out);
+	ck_assert_msg(strstr(r.out, "sparse: hg 0") && strstr(r.out, "nohuge: hg 0") &&
+			      strstr(r.out, "stack: hg 0"),
+		      "%s", r.out);
+	if (thp_madvise()) {
+		ck_assert_msg(strstr(r.out, "dense: hg 1") && strstr(r.out, "reservation: hg 1") &&
+				      strstr(r.out, "commit: hg 1"),
+			      "%s", r.out);
+		/* dense, reservation, commit; watched: dense, sparse (the
+		 * NOHUGEPAGE one leaves the watch at its first look) */
+		ck_assert_msg(strstr(r.err, "\"thp_advised\":3,") && strstr(r.err, "\"thp_advised_dense\":1,") &&
+				      strstr(r.err, "\"thp_watched\":3,"),
+			      "%s", r.err);
+	} else {
+		ck_assert_msg(strstr(r.out, "dense: hg 0") && strstr(r.out, "reservation: hg 0"), "%s", r.out);
+	}
+	const char *env_advise[] = {"MMFOLD_THP=advise", NULL};
+	folio_run(&r, "policy", env_advise);
+	ck_assert_msg(strstr(r.out, "nohuge: hg 0") && strstr(r.out, "stack: hg 0"), "%s", r.out);
+	if (!thp_never())
+		ck_assert_msg(strstr(r.out, "dense: hg 1") && strstr(r.out, "sparse: hg 1") &&
+				      strstr(r.out, "reservation: hg 1") && strstr(r.out, "commit: hg 1"),
+			      "%s", r.out);
+	const char *env_off[] = {"MMFOLD_THP=off", NULL};
+	folio_run(&r, "policy", env_off);
+	ck_assert_msg(strstr(r.out, "dense: hg 0") && strstr(r.out, "sparse: hg 0") &&
+			      strstr(r.out, "reservation: hg 0") && strstr(r.out, "commit: hg 0"),
+		      "%s", r.out);
+}
+END_TEST
+
 /* ---- the batch API ---- */
 
 /* argv run without the library (the API's weak symbols are then absent and
@@ -1001,6 +1051,7 @@ Suite *preload_suite(void)
 	tcase_add_test(f, folio_mremap);
 	tcase_add_test(f, folio_nohuge);
 	tcase_add_test(f, folio_inherit);
+	tcase_add_test(f, folio_policy);
 	suite_add_tcase(s, f);
 	TCase *b = tcase_create("batch");
 	tcase_add_checked_fixture(b, setup, teardown);

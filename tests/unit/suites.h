@@ -13,6 +13,7 @@ Suite *verify_suite(void);  /* tests/unit/check_verify.c: MMFOLD_VERIFY's view o
 Suite *preload_suite(void); /* tests/unit/check_preload.c: programs under LD_PRELOAD */
 Suite *sigchain_suite(void); /* tests/unit/check_sigchain.c: SIGSEGV/SIGBUS chaining */
 Suite *tools_suite(void);   /* tests/unit/check_tools.c: install, man pages, launcher */
+Suite *thp_suite(void);     /* tests/unit/check_thp.c: the density rule of MMFOLD_THP=auto */
 Suite *wx_suite(void);      /* tests/unit/check_wx.c: W^X flips (src/wx.c) under LD_PRELOAD */
 
 #endif

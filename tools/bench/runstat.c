@@ -1,6 +1,6 @@
 /* runstat: run a command, then print what the whole process tree cost.
  *
- *   runstat [-o FILE] [-i MS] [--] command [args...]
+ *   runstat [-o FILE] [-i MS] [-s SMAPS] [--] command [args...]
  *
  * fork/execs the command (its stdin/stdout/stderr are left alone), waits
  * for it, and prints one line of key=value fields to FILE (appended) or,
@@ -22,6 +22,11 @@
  *               "64kB:1200,2048kB:30" ("-" if none); system-wide counters
  *   status      exit status (128+N when killed by signal N)
  *
+ * -s SMAPS: at every sample whose Rss (smaps_rollup) is the largest seen so
+ * far, copy the command's /proc/PID/smaps to SMAPS: the mappings at the
+ * peak, to see where resident memory went (tools/smaps_sum.awk sums them).
+ * Sampling runs every MS milliseconds (default 100 with -s).
+ *
  * runstat exits with the command's status. */
 #include "thp_common.h"
 
@@ -35,10 +40,37 @@
 
 struct sampler {
 	char smaps[64];
+	char full[64];       /* /proc/PID/smaps */
+	const char *keep;    /* -s FILE, or NULL */
 	long interval_ms;
 	atomic_int done;
 	unsigned long peak;
+	unsigned long rss_peak;
 };
+
+/* Copies /proc/PID/smaps to s->keep (through a temporary file, so that
+ * the last complete copy survives the process's exit mid-read). */
+static void keep_smaps(struct sampler *s)
+{
+	char tmp[4200];
+	snprintf(tmp, sizeof tmp, "%s.tmp", s->keep);
+	FILE *in = fopen(s->full, "r"), *out = in ? fopen(tmp, "w") : NULL;
+	char buf[8192];
+	size_t n;
+	int ok = in && out;
+	while (ok && (n = fread(buf, 1, sizeof buf, in)) > 0)
+		ok = fwrite(buf, 1, n, out) == n;
+	if (in)
+		ok = ok && !ferror(in);
+	if (in)
+		fclose(in);
+	if (out && fclose(out) != 0)
+		ok = 0;
+	if (ok)
+		rename(tmp, s->keep);
+	else
+		unlink(tmp);
+}
 
 static void *sample(void *arg)
 {
@@ -48,6 +80,13 @@ static void *sample(void *arg)
 		unsigned long h = read_key_file(s->smaps, "AnonHugePages");
 		if (h > s->peak)
 			s->peak = h;
+		if (s->keep) {
+			unsigned long r = read_key_file(s->smaps, "Rss");
+			if (r > s->rss_peak) {
+				s->rss_peak = r;
+				keep_smaps(s);
+			}
+		}
 		nanosleep(&ts, NULL);
 	}
 	return NULL;
@@ -55,14 +94,15 @@ static void *sample(void *arg)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: runstat [-o FILE] [-i MS] [--] command [args...]\n");
+	fprintf(stderr, "usage: runstat [-o FILE] [-i MS] [-s SMAPS] [--] command [args...]\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
-	const char *out = NULL;
+	const char *out = NULL, *keep = NULL;
 	long interval_ms = 100;
+	int interval_set = 0;
 	int i = 1;
 	for (; i < argc; i++) {
 		if (strcmp(argv[i], "--") == 0) {
@@ -72,6 +112,9 @@ int main(int argc, char **argv)
 			out = argv[++i];
 		} else if (strcmp(argv[i], "-i") == 0 && i + 1 < argc) {
 			interval_ms = strtol(argv[++i], NULL, 10);
+			interval_set = 1;
+		} else if (strcmp(argv[i], "-s") == 0 && i + 1 < argc) {
+			keep = argv[++i];
 		} else if (argv[i][0] == '-') {
 			usage();
 		} else {
@@ -97,10 +140,13 @@ int main(int argc, char **argv)
 	signal(SIGINT, SIG_IGN);
 	signal(SIGQUIT, SIG_IGN);
 
-	struct sampler smp = { .interval_ms = interval_ms };
+	if (keep && (!interval_set || interval_ms <= 0))
+		interval_ms = 100;
+	struct sampler smp = { .interval_ms = interval_ms, .keep = keep };
 	pthread_t th;
 	int sampling = 0;
 	snprintf(smp.smaps, sizeof smp.smaps, "/proc/%d/smaps_rollup", (int)pid);
+	snprintf(smp.full, sizeof smp.full, "/proc/%d/smaps", (int)pid);
 	if (interval_ms > 0)
 		sampling = pthread_create(&th, NULL, sample, &smp) == 0;
 	int st = 0;

@@ -1,0 +1,173 @@
+#include "thp.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+
+#include "stats.h"
+#include "sys.h"
+
+#ifndef MADV_HUGEPAGE
+#define MADV_HUGEPAGE 14
+#endif
+
+static struct mmf_map *map;
+static size_t page;
+static uint64_t pmd, max_none;
+
+/* Watched mappings, as page numbers: a conservative collector that scans
+ * every library's data as roots (libgc, Guile's collector, does) must not
+ * find pointers into its heap here: it kept 25% more memory when it did. */
+static struct watch {
+	uint64_t ps, pe; /* [ps,pe) in pages */
+	uint32_t due;  /* forwarded calls left before the next look */
+	uint32_t wait; /* the wait after a sparse look */
+} w[MMF_THP_WATCH];
+static int nw;
+
+void mmf_thp_count(struct mmf_thp_use *u, uint64_t n, uint64_t per_block, uint64_t max_ptes_none)
+{
+	if (!n)
+		return;
+	u->touched++;
+	u->resident += n;
+	if (n == per_block)
+		u->full++;
+	else if (per_block - n <= max_ptes_none) {
+		u->fill += per_block - n;
+		if (per_block - n > u->fill_max)
+			u->fill_max = per_block - n;
+	}
+}
+
+int mmf_thp_dense(const struct mmf_thp_use *u)
+{
+	return u->full > 0 && (u->fill - u->fill_max) * MMF_THP_SLACK <= u->resident;
+}
+
+void mmf_thp_init(struct mmf_map *m, size_t pg, uint64_t pmd_size, uint64_t max_ptes_none)
+{
+	map = m;
+	page = pg;
+	pmd = pmd_size;
+	/* khugepaged scales max_ptes_none down for folios below PMD size */
+	uint64_t per = pmd_size / pg, pmd_pages = (2u << 20) / pg;
+	max_none = per < pmd_pages ? max_ptes_none * per / pmd_pages : max_ptes_none;
+	nw = 0;
+}
+
+int mmf_thp_watching(void) { return nw; }
+
+int mmf_thp_watch(uint64_t s, uint64_t e)
+{
+	if (!pmd || e - s < pmd)
+		return -1;
+	uint64_t ps = s / page, pe = e / page;
+	for (int i = 0; i < nw;) /* an address used again: the old watch ends */
+		if (w[i].ps < pe && ps < w[i].pe)
+			w[i] = w[--nw];
+		else
+			i++;
+	if (nw == MMF_THP_WATCH)
+		return -1;
+	w[nw++] = (struct watch){ps, pe, MMF_THP_WAIT, MMF_THP_WAIT};
+	return 0;
+}
+
+/* Is [s,e) still one watched mapping as mmfold made it: owned, private
+ * anonymous, accessible, never given huge-page advice either way, all of
+ * it known?  Anything else (unmapped, remapped, advised by the program)
+ * ends the watch. */
+static int still_plain(uint64_t s, uint64_t e)
+{
+	struct mmf_rec r;
+	for (uint64_t a = s; a < e; a = r.end) {
+		if (!mmf_map_lookup(map, a, &r) || r.start > a || !r.a.owned || r.a.sealed != 0)
+			return 0;
+		if (r.a.prot == MMF_UNKNOWN || !(r.a.prot & (PROT_READ | PROT_WRITE)))
+			return 0;
+		if (!(r.a.adv_known & MMF_ADV_ANON) || !(r.a.adv_set & MMF_ADV_ANON))
+			return 0;
+		if ((r.a.adv_known & (MMF_ADV_HUGEPAGE | MMF_ADV_NOHUGEPAGE)) !=
+			    (MMF_ADV_HUGEPAGE | MMF_ADV_NOHUGEPAGE) ||
+		    (r.a.adv_set & (MMF_ADV_HUGEPAGE | MMF_ADV_NOHUGEPAGE)))
+			return 0;
+	}
+	return 1;
+}
+
+/* Residency of the whole blocks of [s,e) (mincore, 16 MiB per call).
+ * Returns 0, or -1 when mincore failed (a hole). */
+static int measure(uint64_t s, uint64_t e, struct mmf_thp_use *u)
+{
+	unsigned char vec[4096];
+	uint64_t per = pmd / page;
+	uint64_t b = (s + pmd - 1) & ~(pmd - 1), end = e & ~(pmd - 1);
+	memset(u, 0, sizeof *u);
+	while (b < end) {
+		uint64_t blocks = (end - b) / pmd, fit = sizeof vec / per;
+		if (blocks > fit)
+			blocks = fit;
+		if (!blocks)
+			return -1; /* a block bigger than the vector: not here */
+		if (mmf_sys6(SYS_mincore, (long)b, (long)(blocks * pmd), (long)vec, 0, 0, 0) != 0)
+			return -1;
+		for (uint64_t i = 0; i < blocks; i++) {
+			uint64_t n = 0;
+			for (uint64_t j = 0; j < per; j++)
+				n += vec[i * per + j] & 1;
+			mmf_thp_count(u, n, per, max_none);
+		}
+		b += blocks * pmd;
+	}
+	return 0;
+}
+
+static void advise(uint64_t s, uint64_t e)
+{
+	if (mmf_sys6(SYS_madvise, (long)s, (long)(e - s), MADV_HUGEPAGE, 0, 0, 0) != 0)
+		return;
+	struct mmf_upd u;
+	memset(&u, 0, sizeof u);
+	u.adv_set_mask = MMF_ADV_HUGEPAGE | MMF_ADV_OURS;
+	u.adv_clear_mask = MMF_ADV_NOHUGEPAGE;
+	mmf_map_update(map, s, e, &u);
+	mmf_event(MMF_E_THP_ADVISED);
+	mmf_event_add(MMF_E_THP_BYTES, e - s);
+	mmf_event(MMF_E_THP_DENSE);
+}
+
+void mmf_thp_tick(int thp_off)
+{
+	if (!nw)
+		return;
+	if (thp_off) {
+		nw = 0;
+		return;
+	}
+	for (int i = 0; i < nw;) {
+		struct watch *x = &w[i];
+		if (--x->due) {
+			i++;
+			continue;
+		}
+		struct mmf_thp_use u;
+		uint64_t s = x->ps * page, e = x->pe * page;
+		int end = 1;
+		mmf_event(MMF_E_THP_LOOKS);
+		if (still_plain(s, e) && measure(s, e, &u) == 0) {
+			if (mmf_thp_dense(&u))
+				advise(s, e);
+			else
+				end = 0;
+		}
+		if (!end) {
+			x->wait = x->wait < MMF_THP_WAIT_MAX ? x->wait * 2 : MMF_THP_WAIT_MAX;
+			x->due = x->wait;
+			i++;
+			continue;
+		}
+		w[i] = w[--nw];
+	}
+}

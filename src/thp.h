@@ -1,0 +1,70 @@
+/* MADV_HUGEPAGE where it pays: the `auto` policy of MMFOLD_THP.
+ *
+ * A 2 MiB huge page is allocated whole at the first touch of any byte in
+ * it, so advice costs resident memory wherever a program touches a large
+ * mapping sparsely.  The rule (README.md, "Large folios"):
+ *   - a reservation (a PROT_NONE mapping) is advised at once: it costs
+ *     nothing until the program commits parts of it, and what it commits
+ *     (mprotect, or a MAP_FIXED mapping inside it, which the engine advises
+ *     again) is memory it asked for;
+ *   - a mapping made readable or writable at once is only watched: at
+ *     later intercepted calls its residency is read with mincore(), and it
+ *     is advised when the 2 MiB blocks it touched are dense: at least one
+ *     whole, and filling the partly touched ones (those khugepaged would
+ *     collapse: at most max_ptes_none pages missing), all but the emptiest
+ *     (the frontier of an allocator that fills the mapping in order),
+ *     would add at most 1/MMF_THP_SLACK of what it holds.
+ * Everything here runs under the engine's writer lock, with raw system
+ * calls only (no malloc, no stdio). */
+#ifndef MMF_THP_H
+#define MMF_THP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "map.h"
+
+/* Filling the touched blocks may add at most resident/MMF_THP_SLACK. */
+#define MMF_THP_SLACK 16
+/* Watched mappings at a time; further ones are not advised. */
+#define MMF_THP_WATCH 128
+/* Forwarded calls before a watched mapping's first look; the wait doubles
+ * after every look that finds it sparse, up to MMF_THP_WAIT_MAX. */
+#define MMF_THP_WAIT 16
+#define MMF_THP_WAIT_MAX 8192
+
+/* What mincore() found in the whole blocks of one mapping. */
+struct mmf_thp_use {
+	uint64_t touched; /* blocks with at least one resident page */
+	uint64_t full;    /* blocks with every page resident */
+	uint64_t resident; /* resident pages */
+	uint64_t fill;    /* pages huge pages would add to partly touched
+			     blocks with at most max_ptes_none missing */
+	uint64_t fill_max; /* the largest of those, one block's */
+};
+
+/* Adds one block's residency to *u: n resident pages of per_block, with
+ * the kernel's max_ptes_none.  Pure. */
+void mmf_thp_count(struct mmf_thp_use *u, uint64_t n, uint64_t per_block, uint64_t max_ptes_none);
+
+/* Does *u show a densely touched mapping (advise it)?  Pure. */
+int mmf_thp_dense(const struct mmf_thp_use *u);
+
+/* Sets the shadow map, the page size, the PMD size (0: nothing to watch)
+ * and the kernel's max_ptes_none. */
+void mmf_thp_init(struct mmf_map *m, size_t page, uint64_t pmd, uint64_t max_ptes_none);
+
+/* Starts watching [s,e), a new private anonymous mapping that is readable
+ * or writable.  Returns 0, or -1 when it is not watched (no whole block
+ * in it, or the table is full). */
+int mmf_thp_watch(uint64_t s, uint64_t e);
+
+/* Called after every forwarded call (writer lock held): looks at the
+ * watched mappings that are due and advises the dense ones.  thp_off: the
+ * program disabled THP (PR_SET_THP_DISABLE): stop watching. */
+void mmf_thp_tick(int thp_off);
+
+/* Watched mappings now (for tests and the report). */
+int mmf_thp_watching(void);
+
+#endif

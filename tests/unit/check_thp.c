@@ -1,0 +1,80 @@
+/* The density rule of MMFOLD_THP=auto (src/thp.c): which residency of a
+ * watched mapping's 2 MiB blocks gets it advised. */
+#include <check.h>
+#include <string.h>
+
+#include "suites.h"
+#include "thp.h"
+
+#define PER 512 /* 4 KiB pages in a 2 MiB block */
+
+/* Residency of blocks given as resident page counts; max_ptes_none. */
+static int dense(const unsigned *n, int blocks, unsigned max_none)
+{
+	struct mmf_thp_use u;
+	memset(&u, 0, sizeof u);
+	for (int i = 0; i < blocks; i++)
+		mmf_thp_count(&u, n[i], PER, max_none);
+	return mmf_thp_dense(&u);
+}
+
+START_TEST(thp_dense_rule)
+{
+	/* nothing touched, or touched without one whole block: not yet */
+	static const unsigned none[4] = {0, 0, 0, 0}, thin[4] = {1, 1, 0, 1};
+	ck_assert_int_eq(dense(none, 4, 511), 0);
+	ck_assert_int_eq(dense(thin, 4, 511), 0);
+	static const unsigned almost[3] = {PER - 1, PER - 1, PER - 1};
+	ck_assert_int_eq(dense(almost, 3, 511), 0);
+	/* filled in order: whole blocks and a half-filled frontier */
+	static const unsigned seq[4] = {PER, PER, PER / 2, 0};
+	ck_assert_int_eq(dense(seq, 4, 511), 1);
+	static const unsigned one[2] = {PER, 0};
+	ck_assert_int_eq(dense(one, 2, 511), 1);
+	/* a whole block beside sparse ones (Mono's nursery): filling them
+	 * would more than double what is resident */
+	static const unsigned mixed[5] = {PER, 8, 8, 8, 8};
+	ck_assert_int_eq(dense(mixed, 5, 511), 0);
+	/* the bound: beyond the frontier, at most resident/16 may be filled */
+	unsigned edge[20];
+	for (int i = 0; i < 16; i++)
+		edge[i] = PER;
+	edge[16] = PER - 128; /* 16 whole blocks, 3 x 128 missing: 384 x 16 <= 9345 */
+	edge[17] = PER - 128;
+	edge[18] = PER - 128;
+	edge[19] = 1; /* the frontier */
+	ck_assert_int_eq(dense(edge, 20, 511), 1);
+	edge[18] = PER - 400; /* 656 missing beyond the frontier: 656 x 16 > 9073 */
+	ck_assert_int_eq(dense(edge, 20, 511), 0);
+	/* max_ptes_none 0: khugepaged never fills a partly touched block, so
+	 * only new blocks get huge pages: sparse blocks cost nothing */
+	ck_assert_int_eq(dense(mixed, 5, 0), 1);
+	ck_assert_int_eq(dense(thin, 4, 0), 0); /* still no whole block */
+}
+END_TEST
+
+START_TEST(thp_count_fields)
+{
+	struct mmf_thp_use u;
+	memset(&u, 0, sizeof u);
+	mmf_thp_count(&u, 0, PER, 511);
+	mmf_thp_count(&u, PER, PER, 511);
+	mmf_thp_count(&u, 500, PER, 511);
+	mmf_thp_count(&u, 2, PER, 64); /* 510 missing > 64: khugepaged leaves it */
+	ck_assert_uint_eq(u.touched, 3);
+	ck_assert_uint_eq(u.full, 1);
+	ck_assert_uint_eq(u.resident, PER + 502);
+	ck_assert_uint_eq(u.fill, 12);
+	ck_assert_uint_eq(u.fill_max, 12);
+}
+END_TEST
+
+Suite *thp_suite(void)
+{
+	Suite *s = suite_create("thp");
+	TCase *t = tcase_create("rule");
+	tcase_add_test(t, thp_dense_rule);
+	tcase_add_test(t, thp_count_fields);
+	suite_add_tcase(s, t);
+	return s;
+}
