@@ -18,12 +18,14 @@ static uint64_t pmd, max_none;
 
 /* Watched mappings, as page numbers: a conservative collector that scans
  * every library's data as roots (libgc, Guile's collector, does) must not
- * find pointers into its heap here: it kept 25% more memory when it did. */
+ * find pointers into its heap here: it kept 25% more memory when it did.
+ * The table is mapped at the first watch, outside the library's writable
+ * segment, which such a collector scans too. */
 static struct watch {
 	uint64_t ps, pe; /* [ps,pe) in pages */
 	uint32_t due;  /* forwarded calls left before the next look */
 	uint32_t wait; /* the wait after a sparse look */
-} w[MMF_THP_WATCH];
+} *w;
 static int nw;
 
 void mmf_thp_count(struct mmf_thp_use *u, uint64_t n, uint64_t per_block, uint64_t max_ptes_none)
@@ -63,6 +65,13 @@ int mmf_thp_watch(uint64_t s, uint64_t e)
 {
 	if (!pmd || e - s < pmd)
 		return -1;
+	if (!w) {
+		void *m = mmf_sys_mmap(NULL, MMF_THP_WATCH * sizeof *w, PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (mmf_sys_err((long)m))
+			return -1;
+		w = m;
+	}
 	uint64_t ps = s / page, pe = e / page;
 	for (int i = 0; i < nw;) /* an address used again: the old watch ends */
 		if (w[i].ps < pe && ps < w[i].pe)
