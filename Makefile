@@ -32,7 +32,7 @@ ENGINE_SRC  := src/sys.c src/map.c src/fmt.c src/config.c src/stats.c src/engine
 	       src/sigrestore.S src/profile.c src/shape.c src/wx.c
 PRELOAD_SRC := preload/next.c preload/init.c preload/mman.c preload/madvise.c \
 	       preload/mlock.c preload/misc.c preload/syscall.c preload/batch.c preload/signal.c \
-	       preload/io.c preload/unwind.c
+	       preload/io.c preload/stdio.c preload/scanf.c preload/unwind.c
 HEADERS     := $(wildcard src/*.h preload/*.h include/*.h)
 LIB         := $(BUILD)/libmmfold.so
 
@@ -121,7 +121,7 @@ check-preload: $(LIB)
 # Only interposed and public symbols may be exported.
 check-symbols: $(LIB)
 	@exp=$$(nm -D --defined-only $(LIB) | awk '$$2 ~ /^[TWiV]$$/ {print $$3}' | sed 's/@.*//' | sort); \
-	want=$$(sed -n 's/^ *\([a-z_0-9; ]*\);$$/\1/p' preload/libmmfold.map | tr ';' '\n' | tr -d ' ' | grep . | sort); \
+	want=$$(sed -n 's/^ *\([A-Za-z_0-9; ]*\);$$/\1/p' preload/libmmfold.map | tr ';' '\n' | tr -d ' ' | grep . | sort); \
 	if [ "$$exp" != "$$want" ]; then echo "check-symbols: exported symbols differ from preload/libmmfold.map:"; \
 	  diff <(echo "$$want") <(echo "$$exp"); exit 1; fi; \
 	echo "check-symbols: $$(echo "$$exp" | wc -l) exported symbols, as listed in preload/libmmfold.map"

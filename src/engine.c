@@ -1256,6 +1256,13 @@ void mmf_lazy_flush_all(void)
 	wleave();
 }
 
+__thread int mmf_lazy_hold __attribute__((tls_model("initial-exec")));
+
+int mmf_lazy_active(void)
+{
+	return __atomic_load_n(&lazy_on, __ATOMIC_RELAXED);
+}
+
 /* A buffer the kernel is about to read or write (preload/io.c). */
 void mmf_lazy_buffer(uint64_t p, size_t n)
 {
@@ -1319,7 +1326,7 @@ long mmf_run(struct mmf_op *op)
 		if (mmf_batch_intercept(op, &r))
 			return r;
 	}
-	if (lazy_on) {
+	if (lazy_on && !mmf_lazy_hold) {
 		long r;
 		if (lazy_run(op, t, &r))
 			return r;

@@ -63,6 +63,9 @@ enum {
 	X(LAZY_DENSE, "lazy_dense")       /* whole ranges made on dense touches */ \
 	X(LAZY_RETRIED, "lazy_retried")   /* faults that raced with a promotion */ \
 	X(LAZY_BUFFERS, "lazy_buffers")   /* made before read()/write()/... */ \
+	X(LAZY_IO_RETRIED, "lazy_io_retried") /* libc's own read failed with  \
+						 EFAULT in a new buffer: made \
+						 and the stdio call retried */ \
 	X(SHAPED_WIDENED, "shaped_widened") /* calls widened to folio bounds */ \
 	X(SHAPED_WIDENED_BYTES, "shaped_widened_bytes") /* bytes added */       \
 	X(SHAPED_TRIMMED, "shaped_trimmed") /* calls trimmed or split */        \
