@@ -39,9 +39,9 @@ LIB         := $(BUILD)/libmmfold.so
 # Packages the build, the tests and the clients need (Debian names).
 DEPS_BUILD   := gcc make pkg-config libc6-dev libunwind-dev
 DEPS_CHECK   := check libsubunit-dev libunwind-dev binutils valgrind
-DEPS_CLIENTS := luajit libgc-dev libjemalloc-dev libjemalloc2 nodejs default-jdk-headless
+DEPS_CLIENTS := luajit libgc-dev libjemalloc-dev libjemalloc2 nodejs default-jdk-headless chromium
 
-.PHONY: all lib check check-unit check-preload check-clients check-symbols demo bench bench-thp bench-shape bench-lazy bench-wx \
+.PHONY: all lib check check-unit check-preload check-clients check-clients-repeat check-symbols demo bench bench-thp bench-shape bench-lazy bench-wx \
 	bench-bin asan tsan valgrind deps-build deps-check deps-clients install uninstall clean
 
 all: lib
@@ -77,7 +77,7 @@ deps-clients: deps-build
 	else $(MAKE) --no-print-directory deps-clients-all; fi
 .PHONY: deps-clients-min deps-clients-all
 deps-clients-min:
-	$(call need,luajit libgc-dev libjemalloc-dev libjemalloc2)
+	$(call need,luajit libgc-dev libjemalloc-dev libjemalloc2 chromium)
 deps-clients-all:
 	$(call need,$(DEPS_CLIENTS))
 
@@ -128,6 +128,15 @@ check-symbols: $(LIB)
 
 check-clients: deps-clients $(LIB)
 	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/clients tests/clients/run.sh
+
+# Each client CLIENT_REPEAT times (default 20) in CLIENT_MODE (default lazy),
+# each run compared with one run without mmfold: counts identical,
+# differing, crashed and hung runs (a hang is cut at max(60 s, 10 x the run
+# without)).  CLIENTS picks clients (default: all of tests/clients/run.sh).
+check-clients-repeat: deps-clients $(LIB)
+	CLIENT_MODE=$(or $(CLIENT_MODE),lazy) CLIENT_REPEAT=$(or $(CLIENT_REPEAT),20) \
+	  MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/clients-repeat \
+	  tests/clients/run.sh $(or $(CLIENTS),all)
 
 demo: deps-clients $(LIB)
 	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/demo tools/demo.sh
