@@ -41,7 +41,7 @@ DEPS_BUILD   := gcc make pkg-config libc6-dev libunwind-dev
 DEPS_CHECK   := check libsubunit-dev libunwind-dev binutils valgrind
 DEPS_CLIENTS := luajit libgc-dev libjemalloc-dev libjemalloc2 nodejs default-jdk-headless chromium
 
-.PHONY: all lib check check-unit check-preload check-clients check-clients-repeat check-symbols demo bench bench-thp bench-shape bench-lazy bench-wx \
+.PHONY: all lib check check-unit check-preload soak check-clients check-clients-repeat check-symbols demo bench bench-thp bench-shape bench-lazy bench-wx \
 	bench-bin asan tsan valgrind deps-build deps-check deps-clients install uninstall clean
 
 all: lib
@@ -114,6 +114,15 @@ check: deps-check $(LIB) $(UNIT_BIN) $(PROGS) bench-bin check-symbols
 
 check-unit: $(UNIT_BIN)
 	CK_RUN_SUITE=map $(UNIT_BIN)
+
+# Lazy mode's fault path under threads, at length: 500 lazy-mode runs per
+# thread count (4, 8, 16), each seed repeated, every run checked for
+# spurious and missed faults and compared with the run without mmfold.
+SOAK_SEEDS  ?= 50
+SOAK_REPEAT ?= 10
+soak: $(LIB)
+	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/soak LAZYSTRESS_SEEDS=$(SOAK_SEEDS) \
+	  LAZYSTRESS_REPEAT=$(SOAK_REPEAT) tests/preload/run.sh lazystress
 
 check-preload: $(LIB)
 	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/tests tests/preload/run.sh

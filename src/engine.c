@@ -12,6 +12,7 @@
 #include "engine.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <ucontext.h>
 #include <linux/capability.h>
@@ -256,8 +257,46 @@ void mmf_late_init(void)
  * between must not wait for a lock its own thread is about to hold. */
 static void lazy_drop(uint64_t s, uint64_t e);
 
+static int lazy_on; /* lazy mode, tables ready, the fault handler is ours */
+
+/* In lazy mode a writer section runs with asynchronous signals blocked.
+ * A handler that ran inside it on this thread could touch a page whose
+ * promotion waits: its fault cannot be served then (the section may be
+ * rewriting the very tables that say what waits, and this thread holds the
+ * lock), and passing it on would hand the program a fault the kernel would
+ * not have raised.  Synchronous signals stay open (blocking them would
+ * make the kernel kill the process on a fault); none is raised inside a
+ * section, whose code touches only mmfold's own memory.  The mask the
+ * thread had is put back when the section ends (or in a forked child). */
+static __thread volatile int wmasked __attribute__((tls_model("initial-exec")));
+static __thread uint64_t wmask_old __attribute__((tls_model("initial-exec")));
+
+#define SIGBIT(s) (1ull << ((s) - 1))
+#define SYNC_SIGNALS \
+	(SIGBIT(SIGSEGV) | SIGBIT(SIGBUS) | SIGBIT(SIGILL) | SIGBIT(SIGFPE) | SIGBIT(SIGTRAP) | \
+	 SIGBIT(SIGSYS))
+
+static void async_block(void)
+{
+	if (!__atomic_load_n(&lazy_on, __ATOMIC_RELAXED) || wmasked)
+		return;
+	uint64_t set = ~SYNC_SIGNALS;
+	if (mmf_sys6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&set, (long)&wmask_old, 8, 0, 0) == 0)
+		wmasked = 1;
+}
+
+static void async_restore(void)
+{
+	if (!wmasked)
+		return;
+	wmasked = 0;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	mmf_sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&wmask_old, 0, 8, 0, 0);
+}
+
 static void wenter(void)
 {
+	async_block();
 	in_write = 1;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	mmf_map_wlock(&map);
@@ -295,8 +334,10 @@ static void wleave(void)
 		mmf_map_wunlock(&map);
 		in_write = 0;
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-		if (!PLD(pending.n) && !PLD(pending.all))
+		if (!PLD(pending.n) && !PLD(pending.all)) {
+			async_restore();
 			return;
+		}
 		wenter();
 	}
 }
@@ -882,8 +923,6 @@ static struct mmf_lazy lz_prot, lz_unlock;
 /* MADV_DONTFORK (want 1) / MADV_DOFORK (want 0): VMA flags that matter
  * only at fork, made before it in one process_madvise per advice. */
 static struct mmf_lazy lz_fork;
-static int lazy_on; /* lazy mode, tables ready, the fault handler is ours */
-
 static void lazy_drop(uint64_t s, uint64_t e)
 {
 	if (!lazy_on)
@@ -949,9 +988,13 @@ static void lazy_apply_fork(uint64_t s, uint64_t e)
 	}
 }
 
-/* Promotions made so far (a fault that finds no pending range may have
- * lost a race with one of them). */
-static uint64_t lz_applying;
+/* Some promotion was deferred once (the fault handler has nothing to do
+ * before that); promotions made so far (lazy_fault's comment). */
+static int lz_ever;
+static uint64_t lz_made;
+/* A deferred promotion was refused when it was made: nothing more is
+ * deferred (see lazy_refused). */
+static int lz_broken;
 
 /* The access a SIGSEGV wanted (PROT_* bits), 0 when the context does not
  * say. */
@@ -987,37 +1030,81 @@ static int fault_access(void *uc)
 #endif
 }
 
-/* Writer lock held.  Makes the pending promotions and munlocks in [s,e). */
-static void lazy_apply(uint64_t s, uint64_t e)
+/* Writer lock held.  A deferred promotion the kernel refused when it was
+ * finally made (ENOMEM: a split at vm.max_map_count, or commit accounting
+ * under vm.overcommit_memory=2): the program was told 0 long ago and
+ * nothing can tell it now.  lazy_run avoids the known causes before it
+ * defers; when one happens anyway the range is forgotten (its record is
+ * not trusted), the event is counted (lazy_refused), one line is logged
+ * at MMFOLD_LOG=1, and from then on nothing more is deferred: the
+ * process runs as in safe mode, where the next refusal reaches the call
+ * that caused it.  A fault on the page then reaches the program, as it
+ * would have had the call failed. */
+static void lazy_refused(uint64_t s, uint64_t e, int want, long err)
 {
-	__atomic_store_n(&lz_applying, 1, __ATOMIC_RELEASE);
+	mmf_map_forget(&map, s, e);
+	mmf_event(MMF_E_LAZY_REFUSED);
+	if (__atomic_exchange_n(&lz_broken, 1, __ATOMIC_RELAXED))
+		return;
+	char buf[200];
+	MMF_BUF(b, buf);
+	mmf_puts(&b, "mmfold: lazy mode: a deferred mprotect(");
+	mmf_putx(&b, s);
+	mmf_puts(&b, ", ");
+	mmf_putu(&b, e - s);
+	mmf_puts(&b, ", ");
+	mmf_putu(&b, (uint64_t)want);
+	mmf_puts(&b, ") failed when made (errno ");
+	mmf_puti(&b, -err);
+	mmf_puts(&b, "); nothing more is deferred");
+	mmf_log(1, buf);
+}
+
+/* Writer lock held.  Makes one deferred promotion of [s,e) to want and
+ * records what the kernel answered.  Returns the system call's result. */
+static long lazy_make(uint64_t s, uint64_t e, int want, struct mmf_tstats *t)
+{
+	long r = mmf_sys6(SYS_mprotect, (long)s, (long)(e - s), want, 0, 0, 0);
+	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_FORWARDED, 1);
+	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_BYTES_KERNEL, e - s);
+	if (r == 0) {
+		struct mmf_upd u;
+		memset(&u, 0, sizeof u);
+		u.fields = MMF_F_PROT;
+		u.a.prot = (uint8_t)want;
+		if (mlock_seen) {
+			u.fields |= MMF_F_LOCK;
+			u.a.lock = MMF_UNKNOWN;
+		}
+		mmf_map_update(&map, s, e, &u);
+		__atomic_store_n(&lz_made, lz_made + 1, __ATOMIC_RELAXED);
+	} else {
+		mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_ERRORS, 1);
+		lazy_refused(s, e, want, r);
+	}
+	mmf_lazy_set(&lz_prot, s, e, -1);
+	mmf_event(MMF_E_LAZY_APPLIED);
+	return r;
+}
+
+/* Writer lock held.  [s,e) (one waiting entry, part of it maybe refused
+ * already) made in one call.  Returns the system call's result. */
+static long lazy_apply_whole(uint64_t s, uint64_t e, int want)
+{
+	return lazy_make(s, e, want, mmf_stats_self());
+}
+
+/* Writer lock held.  Makes the pending promotions and munlocks in [s,e).
+ * Returns how many promotions the kernel refused. */
+static int lazy_apply(uint64_t s, uint64_t e)
+{
 	struct mmf_pend b[32];
 	struct mmf_tstats *t = mmf_stats_self();
 	uint32_t c;
-	while ((c = mmf_lazy_collect(&lz_prot, s, e, b, 32))) {
-		for (uint32_t i = 0; i < c; i++) {
-			long r = mmf_sys6(SYS_mprotect, (long)b[i].s, (long)(b[i].e - b[i].s), b[i].want,
-					  0, 0, 0);
-			mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_FORWARDED, 1);
-			mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_BYTES_KERNEL, b[i].e - b[i].s);
-			if (r == 0) {
-				struct mmf_upd u;
-				memset(&u, 0, sizeof u);
-				u.fields = MMF_F_PROT;
-				u.a.prot = b[i].want;
-				if (mlock_seen) {
-					u.fields |= MMF_F_LOCK;
-					u.a.lock = MMF_UNKNOWN;
-				}
-				mmf_map_update(&map, b[i].s, b[i].e, &u);
-			} else {
-				mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_ERRORS, 1);
-				mmf_map_forget(&map, b[i].s, b[i].e);
-			}
-			mmf_lazy_set(&lz_prot, b[i].s, b[i].e, -1);
-			mmf_event(MMF_E_LAZY_APPLIED);
-		}
-	}
+	int refused = 0;
+	while ((c = mmf_lazy_collect(&lz_prot, s, e, b, 32)))
+		for (uint32_t i = 0; i < c; i++)
+			refused += lazy_make(b[i].s, b[i].e, b[i].want, t) != 0;
 	if (mmf_lazy_count(&lz_fork))
 		lazy_apply_fork(s, e);
 	while ((c = mmf_lazy_collect(&lz_unlock, s, e, b, 32))) {
@@ -1034,6 +1121,7 @@ static void lazy_apply(uint64_t s, uint64_t e)
 			mmf_event(MMF_E_LAZY_APPLIED);
 		}
 	}
+	return refused;
 }
 
 /* Anything pending where op reaches is made first (no lock held). */
@@ -1088,6 +1176,29 @@ static uint64_t lazy_covered(struct mmf_lazy *tab, uint64_t s, uint64_t e)
 	return n;
 }
 
+/* vm.overcommit_memory and vm.max_map_count, read when lazy mode starts. */
+static int lz_overcommit;
+static uint64_t lz_max_maps = 65530;
+
+/* Writer lock held.  1 when a promotion of [s,e) to prot may wait: it must
+ * not be refused when it is finally made (lazy_refused).  The kernel
+ * refuses one for two reasons: commit accounting, when write permission is
+ * added under strict overcommit (mode 2); and a VMA split past
+ * vm.max_map_count.  Each waiting range can cost two more VMAs when a
+ * granule in its middle is made, so the records mmfold knows plus two per
+ * waiting range must stay well below the limit. */
+static int lazy_may_defer(uint64_t s, uint64_t e, int prot)
+{
+	(void)s;
+	(void)e;
+	if (__atomic_load_n(&lz_broken, __ATOMIC_RELAXED))
+		return 0;
+	if (lz_overcommit == 2 && (prot & PROT_WRITE))
+		return 0;
+	uint64_t maps = mmf_map_count(&map) + 2 * ((uint64_t)mmf_lazy_count(&lz_prot) + 1);
+	return maps + 1024 < lz_max_maps;
+}
+
 /* The lazy decisions for mprotect, munlock and mlock.  1 when the call was
  * answered (*res), 0 when the normal path goes on. */
 static int lazy_run(struct mmf_op *op, struct mmf_tstats *t, long *res)
@@ -1124,7 +1235,10 @@ static int lazy_run(struct mmf_op *op, struct mmf_tstats *t, long *res)
 				if (had)
 					mmf_event(MMF_E_LAZY_CANCELLED);
 				handled = 1;
-			} else if (mmf_lazy_set(&lz_prot, s, e, w.prot) == 0) {
+			} else if (lazy_may_defer(s, e, w.prot) &&
+				   mmf_lazy_set(&lz_prot, s, e, w.prot) == 0) {
+				if (!lz_ever)
+					__atomic_store_n(&lz_ever, 1, __ATOMIC_RELEASE);
 				mmf_stat_add(t, k, MMF_S_DEFERRED, 1);
 				handled = 1;
 			}
@@ -1178,63 +1292,162 @@ static int lazy_run(struct mmf_op *op, struct mmf_tstats *t, long *res)
 	return handled;
 }
 
-/* SIGSEGV on a page whose promotion waits: make it and retry the access. */
+/* ---- the fault path ------------------------------------------------------
+ *
+ * What the state is and who changes it:
+ * - lz_prot (what waits) and the shadow map change only under the writer
+ *   lock, and a promotion is made (the system call) under that lock too,
+ *   before its entry leaves lz_prot and its record takes the new
+ *   protection.  So while a thread holds the lock, for an owned, known
+ *   record: what the kernel has in force = the record, and what the
+ *   program asked for = lz_prot's want where an entry covers the page,
+ *   else the record.
+ * - lz_made counts promotions made (under the lock).  It only grows.
+ * - Asynchronous signals are blocked inside writer sections (async_block),
+ *   so this handler never runs on a thread that holds the lock, except for
+ *   a synchronous fault in mmfold's own code, which is not the program's.
+ *
+ * The rule (README, lazy mode): a fault may reach the program only when,
+ * with everything that waits made, the kernel would fault too.  The fault
+ * was raised at some time t0 before this handler took the lock; between
+ * t0 and now another thread may have made the page's promotion (mlock and
+ * fork make all that waits, a call on an overlapping range makes what is
+ * there), cancelled it, split its entry, unmapped the page or mapped new
+ * memory there.  So nothing is decided before the lock is taken (no
+ * lock-free early exit other than "nothing was ever deferred"), and then:
+ * 1. An entry covers the page: if its protection allows the access, the
+ *    granule is made and the access retried; if not, the kernel would
+ *    fault with it made: the fault goes to the program.
+ * 2. No entry, the record is owned and known: it is the kernel's state
+ *    now.  The access allowed: retried (a promotion was made since t0).
+ *    Not allowed: nothing waits and the kernel faults: the program's.
+ * 3. No entry and no trustworthy record (or the record allows the access
+ *    but the kernel faulted: a record made stale behind mmfold's back):
+ *    retried once; a second fault of the same access on this thread with
+ *    no promotion made in between (lz_made unchanged) is the kernel's own
+ *    and goes to the program.  If promotions keep being made in between,
+ *    the third fault goes on too: a retried access that faults again
+ *    after its page was made accessible means the page was made
+ *    inaccessible again, by a call that left nothing waiting there, and
+ *    at that moment the kernel would have faulted.
+ * "Allowed" follows the architecture: on x86-64 and arm64 a page with
+ * PROT_WRITE or PROT_EXEC can be read.  Retrying errs on the safe side: a
+ * wrong "allowed" costs one more fault (3 above), a wrong "not allowed"
+ * would be a signal the program should not see. */
+
+static __thread struct {
+	uint64_t page, made;
+	int need, tries;
+} lz_memo __attribute__((tls_model("initial-exec")));
+
+static int access_allowed(int prot, int need)
+{
+	if (!need) /* the context did not say: anything but PROT_NONE may do */
+		return prot != PROT_NONE;
+	if (need & PROT_EXEC)
+		return (prot & PROT_EXEC) != 0;
+	if (need & PROT_WRITE)
+		return (prot & PROT_WRITE) != 0;
+	return (prot & PROT_RWX) != 0;
+}
+
+/* Writer lock held: case 3 above. */
+static int lazy_retry_once(uint64_t a, int need)
+{
+	uint64_t made = __atomic_load_n(&lz_made, __ATOMIC_RELAXED);
+	if (lz_memo.page == a && lz_memo.need == need) {
+		if (lz_memo.made == made || ++lz_memo.tries > 2) {
+			lz_memo.page = 0;
+			return 0;
+		}
+		lz_memo.made = made;
+		return 1;
+	}
+	lz_memo.page = a;
+	lz_memo.need = need;
+	lz_memo.made = made;
+	lz_memo.tries = 1;
+	return 1;
+}
+
+/* SIGSEGV on a page whose promotion may wait: make it and retry the
+ * access, or say the fault is the program's (0). */
 static int lazy_fault(int sig, siginfo_t *si, void *uc)
 {
-	(void)uc;
-	if (sig != SIGSEGV || si->si_code != SEGV_ACCERR || !mmf_lazy_count(&lz_prot))
+	/* MAPERR: nothing was mapped there at the fault, whatever waits */
+	if (sig != SIGSEGV || si->si_code != SEGV_ACCERR ||
+	    !__atomic_load_n(&lz_ever, __ATOMIC_ACQUIRE) || in_write)
 		return 0;
 	uint64_t a = (uint64_t)si->si_addr & ~(uint64_t)(page - 1);
-	struct mmf_pend p;
-	if (in_write)
-		return 0;
-	int found = mmf_lazy_find(&lz_prot, a, &p);
-	if (!found && !__atomic_load_n(&lz_applying, __ATOMIC_ACQUIRE))
-		return 0;
+	int need = fault_access(uc), retry;
 	wenter();
 	struct mmf_pend *q = mmf_lazy_at(&lz_prot, a);
-	if (!q) {
-		/* Another thread may have made this page's promotion between
-		 * the fault and the look: then what the access needs is in
-		 * force now, and the access is retried. */
-		struct mmf_rec r;
-		int need = fault_access(uc);
-		int ok = need && mmf_map_lookup(&map, a, &r) && r.a.owned &&
-			 r.a.prot != MMF_UNKNOWN && (r.a.prot & need) == need &&
-			 (uint64_t)si->si_addr < r.end;
-		wleave();
-		if (ok)
-			mmf_event(MMF_E_LAZY_RETRIED);
-		return ok;
-	}
+	struct mmf_rec r;
 	if (q) {
-		uint64_t gs = q->s, ge = q->e, g = LAZY_GRANULE;
-		struct mmf_rec r;
-		/* huge-page backed: a granule that does not split a PMD */
-		if (mmf_map_lookup(&map, a, &r) &&
-		    (r.a.adv_known & r.a.adv_set & MMF_ADV_HUGEPAGE))
-			g = 2u << 20;
-		if (++q->touches < LAZY_DENSE && ge - gs > 4 * g) {
-			gs = a & ~(g - 1);
-			ge = gs + g;
-			if (gs < q->s)
-				gs = q->s;
-			if (ge > q->e)
-				ge = q->e;
-		} else if (q->touches >= LAZY_DENSE) {
-			mmf_event(MMF_E_LAZY_DENSE);
+		if (!access_allowed(q->want, need)) {
+			retry = 0; /* made, the page would still fault */
+		} else {
+			uint64_t gs = q->s, ge = q->e, g = LAZY_GRANULE, qs = q->s, qe = q->e;
+			int want = q->want;
+			/* huge-page backed: a granule that does not split a PMD */
+			if (mmf_map_lookup(&map, a, &r) &&
+			    (r.a.adv_known & r.a.adv_set & MMF_ADV_HUGEPAGE))
+				g = 2u << 20;
+			/* readers may load the entry: one atomic store */
+			uint8_t touches = (uint8_t)(q->touches + 1);
+			__atomic_store_n(&q->touches, touches, __ATOMIC_RELAXED);
+			if (touches < LAZY_DENSE && ge - gs > 4 * g) {
+				gs = a & ~(g - 1);
+				ge = gs + g;
+				if (gs < q->s)
+					gs = q->s;
+				if (ge > q->e)
+					ge = q->e;
+			} else if (touches >= LAZY_DENSE) {
+				mmf_event(MMF_E_LAZY_DENSE);
+			}
+			retry = lazy_apply(gs, ge) == 0;
+			if (!retry && (gs != qs || ge != qe))
+				/* the granule was refused (a split at the map-count
+				 * limit): the whole range, as the program asked */
+				retry = lazy_apply_whole(qs, qe, want) == 0;
+			mmf_event(MMF_E_LAZY_FAULTS);
 		}
-		lazy_apply(gs, ge);
-		mmf_event(MMF_E_LAZY_FAULTS);
+	} else if (mmf_map_lookup(&map, a, &r) && r.a.owned && r.a.prot != MMF_UNKNOWN &&
+		   !access_allowed(r.a.prot, need)) {
+		retry = 0; /* case 2: the kernel's state, and nothing waits */
+	} else {
+		retry = lazy_retry_once(a, need);
+		if (retry)
+			mmf_event(MMF_E_LAZY_RETRIED);
 	}
 	wleave();
-	return 1; /* retried: a fault that is not ours comes back and goes on */
+	return retry;
+}
+
+/* A small decimal number from a /proc file, or dflt. */
+static long read_proc_long(const char *path, long dflt)
+{
+	char buf[32];
+	long fd = mmf_sys_open(path, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return dflt;
+	long n = mmf_sys_read((int)fd, buf, sizeof buf - 1);
+	mmf_sys_close((int)fd);
+	if (n <= 0 || buf[0] < '0' || buf[0] > '9')
+		return dflt;
+	long v = 0;
+	for (long i = 0; i < n && buf[i] >= '0' && buf[i] <= '9'; i++)
+		v = v * 10 + (buf[i] - '0');
+	return v;
 }
 
 static void lazy_start(void)
 {
 	if (mode != MMF_MODE_LAZY)
 		return;
+	lz_overcommit = (int)read_proc_long("/proc/sys/vm/overcommit_memory", 0);
+	lz_max_maps = (uint64_t)read_proc_long("/proc/sys/vm/max_map_count", 65530);
 	if (mmf_lazy_init(&lz_prot, LAZY_CAP) || mmf_lazy_init(&lz_unlock, LAZY_CAP) ||
 	    mmf_lazy_init(&lz_fork, LAZY_CAP) ||
 	    mmf_sigchain_claim(lazy_fault) != 0) {
@@ -1659,6 +1872,7 @@ void mmf_atfork_child(void)
 	}
 	fork_locked = 0;
 	in_write = 0;
+	async_restore(); /* the parent's writer section blocked them */
 	PST(pending.n, 0);
 	PST(pending.all, 0);
 	future_lock = MMF_LOCK_NONE; /* MCL_FUTURE is not inherited */

@@ -66,6 +66,7 @@ enum {
 	X(LAZY_IO_RETRIED, "lazy_io_retried") /* libc's own read failed with  \
 						 EFAULT in a new buffer: made \
 						 and the stdio call retried */ \
+	X(LAZY_REFUSED, "lazy_refused")   /* deferred promotions the kernel refused */ \
 	X(SHAPED_WIDENED, "shaped_widened") /* calls widened to folio bounds */ \
 	X(SHAPED_WIDENED_BYTES, "shaped_widened_bytes") /* bytes added */       \
 	X(SHAPED_TRIMMED, "shaped_trimmed") /* calls trimmed or split */        \

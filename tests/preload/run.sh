@@ -13,8 +13,12 @@
 #      an emulator (tests/arm64/qemu-run).  The library to preload is then
 #      handed to it in RUNNER_PRELOAD, never in LD_PRELOAD (which would reach
 #      the runner itself); the runner makes it the program's LD_PRELOAD.
+#      LAZYSTRESS_THREADS (default "4 8 16"), LAZYSTRESS_SEEDS (default 4),
+#      LAZYSTRESS_REPEAT (default 6), LAZYSTRESS_STEPS (default 300): the
+#      lazystress test runs each seed REPEAT times per thread count in lazy
+#      mode (make soak raises them),
 # Tests: walk walk-shape walk-stats errno_matrix barrier ctor sigreentry broken
-# sigchain barrier-sigchain (default: all; the last two run with
+# sigchain barrier-sigchain lazystress (default: all; the last two run with
 # MMFOLD_SIGCHAIN=on, so mmfold's SIGSEGV handler runs first).  Each program runs without the library (reference) and
 # with it in modes off, safe and observe; stdout and exit status must be
 # identical (stderr too, except in observe mode).  Prints "PASS name" or
@@ -52,6 +56,7 @@ build() {
 	local log=$OUT/build.log
 	{
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/walk" "$HERE/walk.c" &&
+		"$CC" "${CFLAGS[@]}" -o "$BUILD/lazystress" "$HERE/lazystress.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/errno_matrix" "$HERE/errno_matrix.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/barrier" "$HERE/barrier.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/sigreentry" "$HERE/sigreentry.c" &&
@@ -246,9 +251,51 @@ t_broken() {
 	fi
 }
 
+# Threads racing lazy mode's deferred promotions (lazystress.c): every
+# seed and thread count runs once without the library (the reference, which
+# must find nothing), once in safe mode, then LAZYSTRESS_REPEAT times in lazy
+# mode.  A run fails when its output differs from the reference or when it
+# counted a spurious or a missed fault (exit 1, details on stderr).  The
+# summary line gives the runs, the failures and the faults probed.
+t_lazystress() {
+	local th s i n=0 nbad=0 first='' sp=0 faults=0
+	local seeds=${LAZYSTRESS_SEEDS:-4} rep=${LAZYSTRESS_REPEAT:-6} steps=${LAZYSTRESS_STEPS:-300}
+	for th in ${LAZYSTRESS_THREADS:-4 8 16}; do
+		for s in $(seq 1 "$seeds"); do
+			local name=lazystress-$th-$s
+			run "$OUT/$name.ref" ref "$BUILD/lazystress" "$s" "$th" "$steps"
+			if [ "$(exit_of "$OUT/$name.ref")" != 0 ]; then
+				bad lazystress "reference run failed ($OUT/$name.ref)"
+				return
+			fi
+			sed -i '/^## stderr$/,$d' "$OUT/$name.ref"
+			for i in $(seq 0 "$rep"); do
+				local m=lazy f=$OUT/$name.lazy.$i
+				[ "$i" = 0 ] && m=safe f=$OUT/$name.safe
+				run "$f" "$m" "$BUILD/lazystress" "$s" "$th" "$steps"
+				n=$((n + 1))
+				local nf
+				nf=$(sed -n 's/^lazystress: .*: \([0-9]*\) faults probed.*/\1/p' "$f")
+				faults=$((faults + ${nf:-0}))
+				if grep -q 'SPURIOUS\|MISSED' "$f"; then
+					sp=$((sp + $(grep -c 'SPURIOUS\|MISSED' "$f")))
+				fi
+				if ! diff -q "$OUT/$name.ref" <(sed '/^## stderr$/,$d' "$f") >/dev/null; then
+					nbad=$((nbad + 1))
+					[ -n "$first" ] || first="$m run $i of seed $s with $th threads ($f)"
+				else
+					rm -f "$f"
+				fi
+			done
+		done
+	done
+	echo "lazystress: $n runs, $nbad differing, $sp spurious or missed faults, $faults faults probed"
+	if [ -n "$first" ]; then bad lazystress "$nbad of $n runs failed; first: $first"; else ok lazystress; fi
+}
+
 tests=("$@")
 [ ${#tests[@]} = 0 ] && tests=(walk walk-shape walk-stats errno_matrix barrier ctor sigreentry broken
-	sigchain barrier-sigchain)
+	sigchain barrier-sigchain lazystress)
 for t in "${tests[@]}"; do
 	case $t in
 	walk) t_walk ;;
@@ -259,6 +306,7 @@ for t in "${tests[@]}"; do
 	ctor) t_simple ctor "$BUILD/ctor_main" ;;
 	sigreentry) t_simple sigreentry "$BUILD/sigreentry" ;;
 	broken) t_broken ;;
+	lazystress) t_lazystress ;;
 	sigchain) t_simple sigchain env MMFOLD_SIGCHAIN=on "$BUILD/sigchain" all ;;
 	barrier-sigchain) t_simple barrier-sigchain env MMFOLD_SIGCHAIN=on "$BUILD/barrier" 2 ;;
 	*) bad "$t" "unknown test" ;;

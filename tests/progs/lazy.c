@@ -21,6 +21,11 @@
  *                           program's handler makes each written page
  *                           writable and records it, while lazy mode has
  *                           promotions pending elsewhere
+ *   lazy refuse             a seccomp filter makes every mprotect(RW) fail
+ *                           with ENOMEM (as the kernel does at the
+ *                           map-count limit); then a promotion of 512 KiB,
+ *                           a write into it, and one more promotion: what
+ *                           a promotion the kernel refuses late does
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -31,7 +36,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -300,6 +310,45 @@ static int barrier(void)
 	return 0;
 }
 
+/* Every mprotect(addr, len, PROT_READ|PROT_WRITE) fails with ENOMEM. */
+static int refuse_rw_mprotect(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mprotect, 0, 3),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[2])),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PROT_READ | PROT_WRITE, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOMEM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {.len = sizeof f / sizeof f[0], .filter = f};
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog)) {
+		perror("seccomp");
+		return 1;
+	}
+	return 0;
+}
+
+static int refuse(void)
+{
+	size_t n = 128 * PG;
+	char *a = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *b = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (a == MAP_FAILED || b == MAP_FAILED || mprotect(a, n, PROT_READ) || mprotect(b, n, PROT_READ))
+		return 1;
+	if (refuse_rw_mprotect())
+		return 1;
+	int r = mprotect(a, n, PROT_READ | PROT_WRITE);
+	int e = r ? errno : 0;
+	int byte;
+	char p = probe(a + 40 * PG, &byte);
+	printf("first %d %s probe %c\n", r, e ? strerrorname_np(e) : "0", p);
+	r = mprotect(b, n, PROT_READ | PROT_WRITE);
+	e = r ? errno : 0;
+	printf("second %d %s probe %c\n", r, e ? strerrorname_np(e) : "0", probe(b, &byte));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -321,6 +370,8 @@ int main(int argc, char **argv)
 		return forkadv((int)a2, a3);
 	if (!strcmp(cmd, "barrier"))
 		return barrier();
-	fprintf(stderr, "usage: lazy diff SEED ROUNDS | loop MIB N | touchloop MIB N | mlockloop MIB N | barrier\n");
+	if (!strcmp(cmd, "refuse"))
+		return refuse();
+	fprintf(stderr, "usage: lazy diff SEED ROUNDS | loop MIB N | touchloop MIB N | mlockloop MIB N | barrier | refuse\n");
 	return 2;
 }

@@ -160,6 +160,90 @@ START_TEST(concurrent_readers)
 }
 END_TEST
 
+/* The engine's protocol (lazy_fault, lazy_apply, lazy_run): appliers and
+ * deferrers change the table one at a time under a lock (the map's writer
+ * lock there), fault handlers look without the lock first and then decide
+ * under it.  Several threads of each kind, more than the cores: what a
+ * handler finds under the lock is exactly the model the appliers keep, and
+ * a lock-free look never returns a range that was never published (a
+ * range is [s,e) of whole pages around the page asked, with a want some
+ * applier wrote).  Run under TSan too (make tsan). */
+static pthread_mutex_t wlock = PTHREAD_MUTEX_INITIALIZER;
+static struct mmf_lazy proto;
+static int pmodel[64]; /* under wlock: -1 nothing waits, else want */
+static int stop_proto;
+
+static void *applier(void *arg)
+{
+	unsigned seed = (unsigned)(uintptr_t)arg;
+	for (int i = 0; i < 20000; i++) {
+		unsigned s = (unsigned)rand_r(&seed) % 64, n = 1 + (unsigned)rand_r(&seed) % 8;
+		unsigned e = s + n > 64 ? 64 : s + n, op = (unsigned)rand_r(&seed) % 3;
+		pthread_mutex_lock(&wlock);
+		if (op == 0) { /* defer */
+			int want = 1 + (int)((unsigned)rand_r(&seed) % 3);
+			if (mmf_lazy_set(&proto, BASE + s * PG, BASE + e * PG, want) == 0)
+				for (unsigned p = s; p < e; p++)
+					pmodel[p] = want;
+		} else { /* apply (collect, then remove) or cancel */
+			struct mmf_pend b[8];
+			uint32_t c;
+			while ((c = mmf_lazy_collect(&proto, BASE + s * PG, BASE + e * PG, b, 8)))
+				for (uint32_t k = 0; k < c; k++)
+					mmf_lazy_set(&proto, b[k].s, b[k].e, -1);
+			for (unsigned p = s; p < e; p++)
+				pmodel[p] = -1;
+		}
+		pthread_mutex_unlock(&wlock);
+		if (i % 500 == 0)
+			sched_yield();
+	}
+	return NULL;
+}
+
+static void *handler(void *arg)
+{
+	unsigned seed = (unsigned)(uintptr_t)arg;
+	long bad = 0;
+	while (!__atomic_load_n(&stop_proto, __ATOMIC_RELAXED)) {
+		unsigned pg = (unsigned)rand_r(&seed) % 64;
+		uint64_t a = BASE + pg * PG;
+		struct mmf_pend f;
+		int r = mmf_lazy_find(&proto, a, &f);
+		if (r == 1 && (f.s > a || f.e <= a || f.s % PG || f.e % PG || f.s < BASE ||
+			       f.e > BASE + 64 * PG || f.want < 1 || f.want > 3))
+			bad++;
+		pthread_mutex_lock(&wlock);
+		struct mmf_pend *q = mmf_lazy_at(&proto, a);
+		if ((q ? q->want : -1) != pmodel[pg])
+			bad++;
+		pthread_mutex_unlock(&wlock);
+	}
+	return (void *)bad;
+}
+
+START_TEST(concurrent_appliers)
+{
+	ck_assert_int_eq(mmf_lazy_init(&proto, 256), 0);
+	for (int p = 0; p < 64; p++)
+		pmodel[p] = -1;
+	__atomic_store_n(&stop_proto, 0, __ATOMIC_RELAXED);
+	pthread_t ap[3], hd[3];
+	for (int i = 0; i < 3; i++) {
+		pthread_create(&ap[i], NULL, applier, (void *)(uintptr_t)(i + 1));
+		pthread_create(&hd[i], NULL, handler, (void *)(uintptr_t)(i + 11));
+	}
+	for (int i = 0; i < 3; i++)
+		pthread_join(ap[i], NULL);
+	__atomic_store_n(&stop_proto, 1, __ATOMIC_RELAXED);
+	for (int i = 0; i < 3; i++) {
+		void *rv;
+		pthread_join(hd[i], &rv);
+		ck_assert_msg((long)rv == 0, "a handler saw %ld states no applier made", (long)rv);
+	}
+}
+END_TEST
+
 Suite *lazy_suite(void)
 {
 	Suite *s = suite_create("lazy");
@@ -167,6 +251,7 @@ Suite *lazy_suite(void)
 	tcase_add_test(tc, random_ops);
 	tcase_add_test(tc, full);
 	tcase_add_test(tc, concurrent_readers);
+	tcase_add_test(tc, concurrent_appliers);
 	suite_add_tcase(s, tc);
 	return s;
 }
