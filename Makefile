@@ -32,7 +32,7 @@ ENGINE_SRC  := src/sys.c src/map.c src/fmt.c src/config.c src/stats.c src/engine
 	       src/sigrestore.S src/profile.c src/shape.c src/wx.c
 PRELOAD_SRC := preload/next.c preload/init.c preload/mman.c preload/madvise.c \
 	       preload/mlock.c preload/misc.c preload/syscall.c preload/batch.c preload/signal.c \
-	       preload/io.c preload/stdio.c preload/scanf.c preload/unwind.c
+	       preload/io.c preload/stdio.c preload/scanf.c preload/sigmask.c preload/unwind.c
 HEADERS     := $(wildcard src/*.h preload/*.h include/*.h)
 LIB         := $(BUILD)/libmmfold.so
 

@@ -66,6 +66,7 @@ void mmf_next_resolve(void);
  * stdio.c. */
 void mmf_io_resolve(void);
 void mmf_stdio_resolve(void);
+void mmf_sigmask_resolve(void);
 
 /* syscall(SYS_rt_sigaction, a[0..3]) for a signal mmfold has claimed
  * (preload/signal.c): sets *done and returns the kernel's convention;

@@ -1471,6 +1471,57 @@ void mmf_lazy_flush_all(void)
 
 __thread int mmf_lazy_hold __attribute__((tls_model("initial-exec")));
 
+/* Threads that block SIGSEGV or SIGBUS.  The kernel cannot hand such a
+ * thread's fault on a waiting promotion to the handler: it unblocks the
+ * signal, resets it to SIG_DFL and the process dies (Chromium blocks every
+ * signal around fork() and thread creation, and PartitionAlloc commits and
+ * touches memory in that window).  While any thread blocks them nothing new
+ * waits, and what waited was made when the first one blocked them.
+ * lz_mask is this thread's state: 0 not known yet (a new thread inherits
+ * its creator's mask), 1 open, 2 blocks.  Masks changed without going
+ * through sigprocmask/pthread_sigmask (siglongjmp, swapcontext, a signal
+ * handler's sa_mask, raw system calls) are not seen: README.md. */
+static int lz_blockers;
+static __thread int lz_mask __attribute__((tls_model("initial-exec")));
+
+void mmf_lazy_mask(int blocks)
+{
+	int was = lz_mask;
+	lz_mask = blocks ? 2 : 1;
+	if (blocks && was != 2) {
+		__atomic_add_fetch(&lz_blockers, 1, __ATOMIC_SEQ_CST);
+		mmf_lazy_flush_all();
+	} else if (!blocks && was == 2) {
+		__atomic_sub_fetch(&lz_blockers, 1, __ATOMIC_SEQ_CST);
+	}
+}
+
+/* A thread that ends with the signals blocked no longer holds lazy mode
+ * back (from the statistics' thread-exit destructor). */
+void mmf_lazy_thread_exit(void)
+{
+	if (lz_mask == 2)
+		__atomic_sub_fetch(&lz_blockers, 1, __ATOMIC_SEQ_CST);
+	lz_mask = 0;
+}
+
+/* This thread's mask, asked of the kernel once (its first call). */
+static void lazy_mask_probe(void)
+{
+	uint64_t cur = 0;
+	long r = mmf_sys6(SYS_rt_sigprocmask, SIG_BLOCK, 0, (long)&cur, 8, 0, 0);
+	uint64_t fault = (1ull << (SIGSEGV - 1)) | (1ull << (SIGBUS - 1));
+	mmf_lazy_mask(r == 0 && (cur & fault));
+}
+
+/* No promotion may wait now (a thread blocks fault signals). */
+static int lazy_blocked(void)
+{
+	if (__builtin_expect(!lz_mask, 0))
+		lazy_mask_probe();
+	return __atomic_load_n(&lz_blockers, __ATOMIC_SEQ_CST) != 0;
+}
+
 int mmf_lazy_active(void)
 {
 	return __atomic_load_n(&lazy_on, __ATOMIC_RELAXED);
@@ -1539,7 +1590,7 @@ long mmf_run(struct mmf_op *op)
 		if (mmf_batch_intercept(op, &r))
 			return r;
 	}
-	if (lazy_on && !mmf_lazy_hold) {
+	if (lazy_on && !mmf_lazy_hold && !lazy_blocked()) {
 		long r;
 		if (lazy_run(op, t, &r))
 			return r;
@@ -1876,6 +1927,8 @@ void mmf_atfork_child(void)
 	PST(pending.n, 0);
 	PST(pending.all, 0);
 	future_lock = MMF_LOCK_NONE; /* MCL_FUTURE is not inherited */
+	/* only this thread goes on: its own mask counts */
+	__atomic_store_n(&lz_blockers, lz_mask == 2, __ATOMIC_SEQ_CST);
 }
 
 /* ---- exit --------------------------------------------------------------- */

@@ -55,6 +55,11 @@ int mmf_lazy_active(void);
  * safe mode (nothing new waits): set around libc calls that allocate memory
  * and hand it to the kernel themselves (preload/stdio.c). */
 extern __thread int mmf_lazy_hold __attribute__((tls_model("initial-exec")));
+/* Lazy mode: this thread's signal mask now blocks SIGSEGV or SIGBUS (1)
+ * or neither (0) (preload/sigmask.c). */
+void mmf_lazy_mask(int blocks);
+/* The calling thread ends (stats.c's thread-exit destructor). */
+void mmf_lazy_thread_exit(void);
 
 static inline int mmf_is_err(long r) { return (unsigned long)r > -4096UL; }
 

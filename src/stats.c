@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "engine.h"
 #include "sys.h"
 
 #define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
@@ -106,6 +107,7 @@ static void fold(struct mmf_tstats *dst, struct mmf_tstats *src, int zero)
 void mmf_stats_thread_exit(void *p)
 {
 	struct block *b = p;
+	mmf_lazy_thread_exit();
 	fold(&retired, &b->t, 1);
 	if (self == &b->t)
 		self = NULL;

@@ -2,12 +2,15 @@
  * wrappers' cost with callgrind (BENCHMARKS.md "Lazy mode: libc calls").
  *
  *   stdiocost CALL N   CALL: fgetc, getc, fread, fgets, getline, fscanf,
- *                      fwrite, localtime_r; N calls on an in-memory stream
- *                      (fmemopen), rewound when it ends */
+ *                      fwrite, localtime_r, sigmask (pthread_sigmask
+ *                      setting the mask in force); N calls on an
+ *                      in-memory stream (fmemopen), rewound when it ends */
 #define _GNU_SOURCE
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <time.h>
 
 int main(int argc, char **argv)
@@ -28,6 +31,8 @@ int main(int argc, char **argv)
 	unsigned long s = 0;
 	time_t t = 1700000000;
 	struct tm tm;
+	sigset_t mask;
+	pthread_sigmask(SIG_BLOCK, NULL, &mask);
 	for (long i = 0; i < n; i++) {
 		long r;
 		if (!strcmp(call, "fgetc"))
@@ -46,6 +51,8 @@ int main(int argc, char **argv)
 			r = (long)fwrite(data, 1, 16, f);
 		else if (!strcmp(call, "localtime_r"))
 			r = localtime_r(&t, &tm) ? tm.tm_hour : -1;
+		else if (!strcmp(call, "sigmask"))
+			r = pthread_sigmask(SIG_SETMASK, &mask, NULL) == 0;
 		else
 			return 2;
 		if (r <= 0 || feof(f))

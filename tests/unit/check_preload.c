@@ -621,6 +621,27 @@ START_TEST(lazy_libc)
 }
 END_TEST
 
+/* A thread that blocks every signal (Chromium, around fork() and thread
+ * creation) touches memory made readable and writable before, during and
+ * (in a thread that inherited the mask) after the block: the kernel cannot
+ * hand those faults to mmfold, so nothing may wait then.  Without the
+ * sigmask wrappers the first touch killed the process (SIGSEGV). */
+START_TEST(lazy_masked)
+{
+	char *argv[] = {prog("lazymask"), NULL};
+	struct result ref, r;
+	run(&ref, 0, NULL, argv);
+	ck_assert_int_eq(ref.status, 0);
+	const char *env[] = {"MMFOLD_MODE=lazy", "MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
+	run(&r, 1, env, argv);
+	ck_assert_msg(r.status == 0 && !strcmp(r.out, ref.out), "lazymask: exit %d, output %s",
+		      r.status, r.out);
+	/* the promotions before the block and after the last unblock (and
+	 * the end of the thread that inherited the mask) waited */
+	ck_assert_int_eq(jfield(r.err, "mprotect", "deferred"), 2);
+}
+END_TEST
+
 /* ---- range shaping (tests/progs/shape.c) ---- */
 
 /* Every page's access and contents, every return value and errno and the
@@ -1035,6 +1056,7 @@ Suite *preload_suite(void)
 	tcase_add_test(z, lazy_counts);
 	tcase_add_test(z, lazy_barrier);
 	tcase_add_test(z, lazy_libc);
+	tcase_add_test(z, lazy_masked);
 	tcase_add_test(z, lazy_refused);
 	suite_add_tcase(s, z);
 	TCase *sh = tcase_create("shape");
