@@ -32,22 +32,29 @@ static __attribute__((noinline)) int masked(int (*next)(int, const sigset_t *, s
 	return r;
 }
 
+/* Before the constructor looked the next definitions up. */
+static __attribute__((noinline)) int early(const char *name, int how, const sigset_t *set,
+					    sigset_t *old)
+{
+	int (*next)(int, const sigset_t *, sigset_t *) =
+		(int (*)(int, const sigset_t *, sigset_t *))dlsym(RTLD_NEXT, name);
+	return next(how, set, old);
+}
+
 MMF_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 {
-	int (*next)(int, const sigset_t *, sigset_t *) = next_sigprocmask;
-	if (__builtin_expect(!next, 0)) /* before the constructor */
-		next = (int (*)(int, const sigset_t *, sigset_t *))dlsym(RTLD_NEXT, "sigprocmask");
-	if (__builtin_expect(mmf_lazy_active(), 0))
-		return masked(next, how, set, old);
-	return next(how, set, old);
+	if (__builtin_expect(mmf_lazy_active(), 0) && next_sigprocmask)
+		return masked(next_sigprocmask, how, set, old);
+	if (__builtin_expect(!next_sigprocmask, 0))
+		return early("sigprocmask", how, set, old);
+	return next_sigprocmask(how, set, old);
 }
 
 MMF_EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
-	int (*next)(int, const sigset_t *, sigset_t *) = next_pthread_sigmask;
-	if (__builtin_expect(!next, 0))
-		next = (int (*)(int, const sigset_t *, sigset_t *))dlsym(RTLD_NEXT, "pthread_sigmask");
-	if (__builtin_expect(mmf_lazy_active(), 0))
-		return masked(next, how, set, old);
-	return next(how, set, old);
+	if (__builtin_expect(mmf_lazy_active(), 0) && next_pthread_sigmask)
+		return masked(next_pthread_sigmask, how, set, old);
+	if (__builtin_expect(!next_pthread_sigmask, 0))
+		return early("pthread_sigmask", how, set, old);
+	return next_pthread_sigmask(how, set, old);
 }
