@@ -22,6 +22,8 @@
 #        CLIENT_REPEAT  runs with mmfold per client (default 1); each is
 #                      compared with the one run without, and the summary
 #                      counts identical, differing, crashed and hung runs
+#                      (a hung run's processes, blocked signals and stacks
+#                      go to $BUILD/NAME.runI.hang before it is stopped)
 #        JEMALLOC_LIB  path of libjemalloc.so.2 (default: searched)
 #        CC, CLIENT_CFLAGS  compiler and extra flags for the C clients
 # Only MMFOLD_MODE, MMFOLD_STATS, MMFOLD_STATS_FORMAT, MMFOLD_STATS_FILE,
@@ -257,6 +259,21 @@ echo "  library: $MMFOLD_LIB"
 echo "  mode:    MMFOLD_MODE=$MODE${EXTRA_ENV[*]:+ ${EXTRA_ENV[*]}}"
 echo "  output:  $BUILD"
 
+# What every process of a hung run (session $1) was doing: state, kernel
+# wait channel, blocked signals, and each thread's stack when gdb is there.
+hang_dump() { # sid
+	local p
+	ps -eo pid,ppid,sid,stat,wchan:32,args | awk -v s="$1" 'NR == 1 || $3 == s' | cut -c1-240
+	for p in $(ps -eo pid,sid | awk -v s="$1" '$2 == s { print $1 }'); do
+		echo "=== $p: $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | cut -c1-160)"
+		grep -E '^(State|SigBlk|SigCgt)' "/proc/$p/status" 2>/dev/null
+		if command -v gdb >/dev/null; then
+			timeout 60 gdb -p "$p" -batch -ex 'thread apply all bt 12' 2>/dev/null |
+				grep -E '^(Thread|#)' | head -200
+		fi
+	done
+}
+
 # One run with mmfold (run number $1 of the client set up by prepare):
 # sets why (empty when identical), kind (same, differ, crash, hang), tm and
 # the summed statistics.
@@ -265,9 +282,26 @@ mm_run() { # i
 	rm -f "$BUILD/$name".[0-9]*.json
 	fresh_state "$name"
 	t1=$(now)
-	timeout -k 10 "$mm_timeout" env "${CLEAN_ENV[@]}" LD_PRELOAD="$mm_preload" MMFOLD_MODE="$MODE" "${EXTRA_ENV[@]}" MMFOLD_STATS=1 \
+	# In its own session, so that a hang can be looked at (hang_dump) and
+	# every process of it stopped.
+	setsid -w env "${CLEAN_ENV[@]}" LD_PRELOAD="$mm_preload" MMFOLD_MODE="$MODE" "${EXTRA_ENV[@]}" MMFOLD_STATS=1 \
 		MMFOLD_STATS_FORMAT=json MMFOLD_STATS_FILE="$BUILD/$name.%p.json" "${CMD[@]}" \
-		>"$mm_out" 2>"$BUILD/$name.mmfold.err" || mrc=$?
+		>"$mm_out" 2>"$BUILD/$name.mmfold.err" &
+	local pid=$! waited=0
+	while kill -0 "$pid" 2>/dev/null && ((waited < 10 * mm_timeout)); do
+		sleep 0.1
+		waited=$((waited + 1))
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		hang_dump "$pid" >"$BUILD/$name.run$i.hang" 2>&1 || true
+		kill -TERM -- "-$pid" 2>/dev/null || true
+		sleep 5
+		kill -KILL -- "-$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+		mrc=124
+	else
+		wait "$pid" || mrc=$?
+	fi
 	t2=$(now)
 	tm=$(elapsed "$t1" "$t2")
 
@@ -280,7 +314,7 @@ mm_run() { # i
 	why=""
 	kind=differ
 	if [[ $mrc == 124 || $mrc == 137 ]]; then
-		why="timed out after ${mm_timeout}s with mmfold (exit $mrc; the run without took ${tb}s)"
+		why="timed out after ${mm_timeout}s with mmfold (the run without took ${tb}s; processes and stacks in $BUILD/$name.run$i.hang)"
 		kind=hang
 	elif [[ $mrc != "$brc" ]]; then
 		why="exit status differs: without $brc, with mmfold $mrc (see $BUILD/$name.mmfold.err)"
@@ -383,7 +417,7 @@ for name in "${names[@]}"; do
 			sed "s/^/NOTE $name: mmfold wrote on stderr: /"
 	fi
 
-	chained=$(cat "${reports[@]}" /dev/null | grep -o '"signals_chained":[0-9]*' | cut -d: -f2 |
+	chained=$(cat "${reports[@]}" /dev/null | { grep -o '"signals_chained":[0-9]*' || true; } | cut -d: -f2 |
 		awk '{ s += $1 } END { print s + 0 }')
 	pct=$(awk -v s="$mp_s" -v c="$mp_c" 'BEGIN { if (c > 0) printf "%.1f%%", 100 * s / c; else printf "-" }')
 	runs=""
