@@ -38,6 +38,7 @@ enum { MMF_WX_KEEP, MMF_WX_RELAX, MMF_WX_OFF };
 	X(PROFILE_DEPTH, "MMFOLD_PROFILE_DEPTH", 'I', 16, 1, 64, NULL)         \
 	X(SHAPE, "MMFOLD_SHAPE", 'E', MMF_SHAPE_AUTO, 0, 0, "off|auto|trim|widen") \
 	X(WX, "MMFOLD_WX", 'E', MMF_WX_KEEP, 0, 0, "keep|relax|off")           \
+	X(LAZY_TOUCHED, "MMFOLD_LAZY_TOUCHED", 'I', 75, 1, 100, NULL)           \
 	X(LIB, "MMFOLD_LIB", 'S', 0, 0, 0, NULL) /* for the tools: not used here */
 
 enum {

@@ -259,15 +259,22 @@ static void lazy_drop(uint64_t s, uint64_t e);
 
 static int lazy_on; /* lazy mode, tables ready, the fault handler is ours */
 
-/* In lazy mode a writer section runs with asynchronous signals blocked.
- * A handler that ran inside it on this thread could touch a page whose
+/* A writer section runs with asynchronous signals blocked, for two
+ * reasons.  A collector that stops the world with signals (Boehm GC, Mono)
+ * parks each mutator in a handler until it restarts them, and calls
+ * mprotect/munmap itself meanwhile: a mutator parked inside a section
+ * would hold the lock the collector's call waits for, for ever
+ * (tests/preload/stopworld.c hung in every mode before).  And in lazy
+ * mode a handler that ran inside a section could touch a page whose
  * promotion waits: its fault cannot be served then (the section may be
  * rewriting the very tables that say what waits, and this thread holds the
  * lock), and passing it on would hand the program a fault the kernel would
  * not have raised.  Synchronous signals stay open (blocking them would
  * make the kernel kill the process on a fault); none is raised inside a
  * section, whose code touches only mmfold's own memory.  The mask the
- * thread had is put back when the section ends (or in a forked child). */
+ * thread had is put back when the section ends (or in a forked child).
+ * Cost: two rt_sigprocmask calls per section (a call that changes the
+ * map); a skipped call takes no section. */
 static __thread volatile int wmasked __attribute__((tls_model("initial-exec")));
 static __thread uint64_t wmask_old __attribute__((tls_model("initial-exec")));
 
@@ -278,7 +285,7 @@ static __thread uint64_t wmask_old __attribute__((tls_model("initial-exec")));
 
 static void async_block(void)
 {
-	if (!__atomic_load_n(&lazy_on, __ATOMIC_RELAXED) || wmasked)
+	if (wmasked)
 		return;
 	uint64_t set = ~SYNC_SIGNALS;
 	if (mmf_sys6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&set, (long)&wmask_old, 8, 0, 0) == 0)
@@ -1176,6 +1183,24 @@ static uint64_t lazy_covered(struct mmf_lazy *tab, uint64_t s, uint64_t e)
 	return n;
 }
 
+/* Whether waiting pays (writer lock held for all three).  A promotion
+ * that waits and is then touched costs a fault on top of the system call
+ * it was to save (a collector that unprotects a block and writes into it
+ * at once: Boehm GC makes tens of thousands of those); one that is
+ * cancelled or never touched costs nothing.  lz_touched estimates, out of
+ * 1024, the share of recent deferred promotions that ended in a first
+ * touch (a moving average over the last ~16 outcomes).  Above
+ * lz_touched_max (MMFOLD_LAZY_TOUCHED, 75% by default; 100 never), promotions are made at once (as in safe mode) except
+ * one in 16, which still waits so that the estimate follows the program
+ * when its habits change. */
+static uint32_t lz_touched, lz_sample;
+static uint32_t lz_touched_max = 768; /* MMFOLD_LAZY_TOUCHED percent of 1024 */
+
+static void lazy_outcome(int touched)
+{
+	lz_touched = lz_touched - lz_touched / 16 + (touched ? 1024 / 16 : 0);
+}
+
 /* vm.overcommit_memory and vm.max_map_count, read when lazy mode starts. */
 static int lz_overcommit;
 static uint64_t lz_max_maps = 65530;
@@ -1193,6 +1218,10 @@ static int lazy_may_defer(uint64_t s, uint64_t e, int prot)
 	(void)e;
 	if (__atomic_load_n(&lz_broken, __ATOMIC_RELAXED))
 		return 0;
+	if (lz_touched > lz_touched_max && (++lz_sample & 15)) {
+		mmf_event(MMF_E_LAZY_EAGER);
+		return 0;
+	}
 	if (lz_overcommit == 2 && (prot & PROT_WRITE))
 		return 0;
 	uint64_t maps = mmf_map_count(&map) + 2 * ((uint64_t)mmf_lazy_count(&lz_prot) + 1);
@@ -1232,8 +1261,10 @@ static int lazy_run(struct mmf_op *op, struct mmf_tstats *t, long *res)
 			if (same) {
 				mmf_lazy_set(&lz_prot, s, e, -1);
 				mmf_stat_add(t, k, MMF_S_SKIPPED, 1);
-				if (had)
+				if (had) {
 					mmf_event(MMF_E_LAZY_CANCELLED);
+					lazy_outcome(0);
+				}
 				handled = 1;
 			} else if (lazy_may_defer(s, e, w.prot) &&
 				   mmf_lazy_set(&lz_prot, s, e, w.prot) == 0) {
@@ -1396,6 +1427,8 @@ static int lazy_fault(int sig, siginfo_t *si, void *uc)
 			/* readers may load the entry: one atomic store */
 			uint8_t touches = (uint8_t)(q->touches + 1);
 			__atomic_store_n(&q->touches, touches, __ATOMIC_RELAXED);
+			if (touches == 1)
+				lazy_outcome(1);
 			if (touches < LAZY_DENSE && ge - gs > 4 * g) {
 				gs = a & ~(g - 1);
 				ge = gs + g;
@@ -1446,6 +1479,7 @@ static void lazy_start(void)
 {
 	if (mode != MMF_MODE_LAZY)
 		return;
+	lz_touched_max = (uint32_t)(cfg.v[MMF_OPT_LAZY_TOUCHED] * 1024 / 100);
 	lz_overcommit = (int)read_proc_long("/proc/sys/vm/overcommit_memory", 0);
 	lz_max_maps = (uint64_t)read_proc_long("/proc/sys/vm/max_map_count", 65530);
 	if (mmf_lazy_init(&lz_prot, LAZY_CAP) || mmf_lazy_init(&lz_unlock, LAZY_CAP) ||

@@ -67,6 +67,7 @@ enum {
 						 EFAULT in a new buffer: made \
 						 and the stdio call retried */ \
 	X(LAZY_REFUSED, "lazy_refused")   /* deferred promotions the kernel refused */ \
+	X(LAZY_EAGER, "lazy_eager")       /* promotions made at once: most were touched */ \
 	X(SHAPED_WIDENED, "shaped_widened") /* calls widened to folio bounds */ \
 	X(SHAPED_WIDENED_BYTES, "shaped_widened_bytes") /* bytes added */       \
 	X(SHAPED_TRIMMED, "shaped_trimmed") /* calls trimmed or split */        \

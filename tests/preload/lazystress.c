@@ -50,9 +50,9 @@ static struct thr T[MAXTHR];
 static int nthr;
 static unsigned long steps;
 static uintptr_t arena;
-static volatile int started;
+static int started; /* atomic */
 static int pokes_on = 1; /* 0: no SIGUSR1 (argument "nopoke") */
-static volatile int stop_flusher;
+static int stop_flusher; /* atomic */
 static pthread_barrier_t done; /* no thread exits while others may signal it */
 
 static __thread struct thr *self;
@@ -274,7 +274,7 @@ static void *flusher(void *arg)
 	void *m = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED)
 		return NULL;
-	for (unsigned long i = 0; !stop_flusher; i++) {
+	for (unsigned long i = 0; !__atomic_load_n(&stop_flusher, __ATOMIC_RELAXED); i++) {
 		size_t to = i & 1 ? 2 * PG : PG;
 		void *r = mremap(m, n, to, 0);
 		if (r != MAP_FAILED)
@@ -363,7 +363,7 @@ int main(int argc, char **argv)
 		faults += T[i].faults;
 		pokes += T[i].pokes;
 	}
-	stop_flusher = 1;
+	__atomic_store_n(&stop_flusher, 1, __ATOMIC_RELAXED);
 	pthread_join(fl, NULL);
 	for (int i = 0; i < nthr; i++)
 		printf("thread %d: calls %lu digest %016llx\n", i, T[i].calls,

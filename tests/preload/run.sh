@@ -18,7 +18,7 @@
 #      lazystress test runs each seed REPEAT times per thread count in lazy
 #      mode (make soak raises them),
 # Tests: walk walk-shape walk-stats errno_matrix barrier ctor sigreentry broken
-# sigchain barrier-sigchain lazystress (default: all; the last two run with
+# sigchain barrier-sigchain lazystress stopworld (default: all; the last two run with
 # MMFOLD_SIGCHAIN=on, so mmfold's SIGSEGV handler runs first).  Each program runs without the library (reference) and
 # with it in modes off, safe and observe; stdout and exit status must be
 # identical (stderr too, except in observe mode).  Prints "PASS name" or
@@ -57,6 +57,7 @@ build() {
 	{
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/walk" "$HERE/walk.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/lazystress" "$HERE/lazystress.c" &&
+		"$CC" "${CFLAGS[@]}" -o "$BUILD/stopworld" "$HERE/stopworld.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/errno_matrix" "$HERE/errno_matrix.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/barrier" "$HERE/barrier.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/sigreentry" "$HERE/sigreentry.c" &&
@@ -254,7 +255,8 @@ t_broken() {
 # Threads racing lazy mode's deferred promotions (lazystress.c): every
 # seed and thread count runs once without the library (the reference, which
 # must find nothing), once in safe mode, then LAZYSTRESS_REPEAT times in lazy
-# mode.  A run fails when its output differs from the reference or when it
+# mode (every other run with MMFOLD_LAZY_TOUCHED=100: every promotion that
+# may wait does, however often they are touched).  A run fails when its output differs from the reference or when it
 # counted a spurious or a missed fault (exit 1, details on stderr).  The
 # summary line gives the runs, the failures and the faults probed.
 t_lazystress() {
@@ -270,9 +272,11 @@ t_lazystress() {
 			fi
 			sed -i '/^## stderr$/,$d' "$OUT/$name.ref"
 			for i in $(seq 0 "$rep"); do
-				local m=lazy f=$OUT/$name.lazy.$i
+				local m=lazy f=$OUT/$name.lazy.$i touched=75
 				[ "$i" = 0 ] && m=safe f=$OUT/$name.safe
-				run "$f" "$m" "$BUILD/lazystress" "$s" "$th" "$steps"
+				# every other run defers every promotion it can
+				[ $((i % 2)) = 1 ] && touched=100
+				run "$f" "$m" env MMFOLD_LAZY_TOUCHED=$touched "$BUILD/lazystress" "$s" "$th" "$steps"
 				n=$((n + 1))
 				local nf
 				nf=$(sed -n 's/^lazystress: .*: \([0-9]*\) faults probed.*/\1/p' "$f")
@@ -295,7 +299,7 @@ t_lazystress() {
 
 tests=("$@")
 [ ${#tests[@]} = 0 ] && tests=(walk walk-shape walk-stats errno_matrix barrier ctor sigreentry broken
-	sigchain barrier-sigchain lazystress)
+	sigchain barrier-sigchain lazystress stopworld)
 for t in "${tests[@]}"; do
 	case $t in
 	walk) t_walk ;;
@@ -307,6 +311,7 @@ for t in "${tests[@]}"; do
 	sigreentry) t_simple sigreentry "$BUILD/sigreentry" ;;
 	broken) t_broken ;;
 	lazystress) t_lazystress ;;
+	stopworld) t_simple stopworld "$BUILD/stopworld" 2000 ;;
 	sigchain) t_simple sigchain env MMFOLD_SIGCHAIN=on "$BUILD/sigchain" all ;;
 	barrier-sigchain) t_simple barrier-sigchain env MMFOLD_SIGCHAIN=on "$BUILD/barrier" 2 ;;
 	*) bad "$t" "unknown test" ;;

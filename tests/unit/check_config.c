@@ -87,6 +87,8 @@ START_TEST(good_values)
 		{"MMFOLD_WX=relax", MMF_OPT_WX, MMF_WX_RELAX},
 		{"MMFOLD_WX=KEEP", MMF_OPT_WX, MMF_WX_KEEP},
 		{"MMFOLD_WX=off", MMF_OPT_WX, MMF_WX_OFF},
+		{"MMFOLD_LAZY_TOUCHED=100", MMF_OPT_LAZY_TOUCHED, 100},
+		{"MMFOLD_LAZY_TOUCHED=1", MMF_OPT_LAZY_TOUCHED, 1},
 	};
 	for (unsigned i = 0; i < sizeof t / sizeof t[0]; i++) {
 		ck_assert_msg(parse1(&c, t[i].kv, &l) == 0, "%s: %s", t[i].kv, l.last);
@@ -144,6 +146,9 @@ START_TEST(bad_values)
 		{"MMFOLD_WX=rwx", "MMFOLD_WX", "using keep", MMF_OPT_WX, MMF_WX_KEEP},
 		{"MMFOLD_WX=", "MMFOLD_WX", "using keep", MMF_OPT_WX, MMF_WX_KEEP},
 		{"MMFOLD_WX=1", "MMFOLD_WX", "using keep", MMF_OPT_WX, MMF_WX_KEEP},
+		{"MMFOLD_LAZY_TOUCHED=0", "out of range 1..100", "using 75", MMF_OPT_LAZY_TOUCHED, 75},
+		{"MMFOLD_LAZY_TOUCHED=101", "out of range 1..100", "using 75", MMF_OPT_LAZY_TOUCHED, 75},
+		{"MMFOLD_LAZY_TOUCHED=75%", "not a number", "using 75", MMF_OPT_LAZY_TOUCHED, 75},
 	};
 	for (unsigned i = 0; i < sizeof t / sizeof t[0]; i++) {
 		ck_assert_int_eq(parse1(&c, t[i].kv, &l), 1);

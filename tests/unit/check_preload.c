@@ -486,8 +486,10 @@ START_TEST(lazy_diff)
 		struct result ref, r;
 		run(&ref, 0, NULL, argv);
 		ck_assert_int_eq(ref.status, 0);
+		/* odd seeds defer every promotion they can, however often
+		 * they are touched */
 		const char *env[] = {"MMFOLD_MODE=lazy", "MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json",
-				     NULL};
+				     seed & 1 ? "MMFOLD_LAZY_TOUCHED=100" : NULL, NULL};
 		run(&r, 1, env, argv);
 		ck_assert_msg(r.status == 0 && !strcmp(r.out, ref.out),
 			      "lazy diff seed %d: exit %d, output differs:\n%s\nexpected\n%s", seed,
@@ -717,6 +719,10 @@ END_TEST
 /* Threads racing lazy mode's deferred promotions: no spurious or missed
  * fault, the same output as without mmfold (a bounded run; make soak). */
 START_TEST(script_lazystress) { run_script("lazystress"); }
+END_TEST
+/* A collector that stops the world with signals and calls mprotect while
+ * it is stopped: no deadlock in any mode. */
+START_TEST(script_stopworld) { run_script("stopworld"); }
 END_TEST
 
 /* ---- call-site profile (MMFOLD_PROFILE) ---------------------------------- */
@@ -1075,6 +1081,7 @@ Suite *preload_suite(void)
 	tcase_add_test(d, script_sigreentry);
 	tcase_add_test(d, script_broken_is_caught);
 	tcase_add_test(d, script_lazystress);
+	tcase_add_test(d, script_stopworld);
 	suite_add_tcase(s, d);
 	TCase *p = tcase_create("profile");
 	tcase_add_checked_fixture(p, setup, teardown);
