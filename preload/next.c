@@ -25,5 +25,7 @@ void mmf_next_resolve(void)
 #undef X
 	mmf_next = n;
 	mmf_io_resolve();
+	mmf_stdio_resolve();
+	mmf_sigmask_resolve();
 	__atomic_store_n(&state, 2, __ATOMIC_RELEASE);
 }

@@ -1234,11 +1234,17 @@ static uint64_t lz_max_maps = 65530;
  * vm.max_map_count.  Each waiting range can cost two more VMAs when a
  * granule in its middle is made, so the records mmfold knows plus two per
  * waiting range must stay well below the limit. */
+static int lz_blockers; /* threads blocking SIGSEGV/SIGBUS (mmf_lazy_mask) */
+
 static int lazy_may_defer(uint64_t s, uint64_t e, int prot)
 {
 	(void)s;
 	(void)e;
 	if (__atomic_load_n(&lz_broken, __ATOMIC_RELAXED))
+		return 0;
+	/* again under the lock: a thread that has just come to block SIGSEGV
+	 * counted itself before it took the lock to make what waits */
+	if (__atomic_load_n(&lz_blockers, __ATOMIC_SEQ_CST))
 		return 0;
 	if (lz_touched > lz_touched_max && (++lz_sample & 15)) {
 		mmf_event(MMF_E_LAZY_EAGER);
@@ -1525,6 +1531,72 @@ void mmf_lazy_flush_all(void)
 	wleave();
 }
 
+__thread int mmf_lazy_hold __attribute__((tls_model("initial-exec")));
+
+/* Threads that block SIGSEGV or SIGBUS.  The kernel cannot hand such a
+ * thread's fault on a waiting promotion to the handler: it unblocks the
+ * signal, resets it to SIG_DFL and the process dies (Chromium blocks every
+ * signal around fork() and thread creation, and PartitionAlloc commits and
+ * touches memory in that window).  While any thread blocks them nothing new
+ * waits, and what waited was made when the first one blocked them.
+ * lz_mask is this thread's state: 0 not known yet (a new thread inherits
+ * its creator's mask), 1 open, 2 blocks.  Masks changed without going
+ * through sigprocmask/pthread_sigmask (siglongjmp, swapcontext, a signal
+ * handler's sa_mask, raw system calls) are not seen: README.md. */
+static int lz_blockers;
+static __thread int lz_mask __attribute__((tls_model("initial-exec")));
+
+void mmf_lazy_mask(int blocks)
+{
+	int was = lz_mask;
+	lz_mask = blocks ? 2 : 1;
+	if (blocks && was != 2) {
+		__atomic_add_fetch(&lz_blockers, 1, __ATOMIC_SEQ_CST);
+		/* Under the lock even when nothing seems to wait: a thread that
+		 * read the count as 0 in lazy_may_defer may be about to defer;
+		 * once this section has run, anything it deferred is made and
+		 * every later deferral sees the count. */
+		if (__atomic_load_n(&lazy_on, __ATOMIC_ACQUIRE) && !in_write) {
+			wenter();
+			lazy_apply(0, UINT64_MAX);
+			wleave();
+		}
+	} else if (!blocks && was == 2) {
+		__atomic_sub_fetch(&lz_blockers, 1, __ATOMIC_SEQ_CST);
+	}
+}
+
+/* A thread that ends with the signals blocked no longer holds lazy mode
+ * back (from the statistics' thread-exit destructor). */
+void mmf_lazy_thread_exit(void)
+{
+	if (lz_mask == 2)
+		__atomic_sub_fetch(&lz_blockers, 1, __ATOMIC_SEQ_CST);
+	lz_mask = 0;
+}
+
+/* This thread's mask, asked of the kernel once (its first call). */
+static void lazy_mask_probe(void)
+{
+	uint64_t cur = 0;
+	long r = mmf_sys6(SYS_rt_sigprocmask, SIG_BLOCK, 0, (long)&cur, 8, 0, 0);
+	uint64_t fault = (1ull << (SIGSEGV - 1)) | (1ull << (SIGBUS - 1));
+	mmf_lazy_mask(r == 0 && (cur & fault));
+}
+
+/* No promotion may wait now (a thread blocks fault signals). */
+static int lazy_blocked(void)
+{
+	if (__builtin_expect(!lz_mask, 0))
+		lazy_mask_probe();
+	return __atomic_load_n(&lz_blockers, __ATOMIC_SEQ_CST) != 0;
+}
+
+int mmf_lazy_active(void)
+{
+	return __atomic_load_n(&lazy_on, __ATOMIC_RELAXED);
+}
+
 /* A buffer the kernel is about to read or write (preload/io.c). */
 void mmf_lazy_buffer(uint64_t p, size_t n)
 {
@@ -1588,7 +1660,7 @@ long mmf_run(struct mmf_op *op)
 		if (mmf_batch_intercept(op, &r))
 			return r;
 	}
-	if (lazy_on) {
+	if (lazy_on && !mmf_lazy_hold && !lazy_blocked()) {
 		long r;
 		if (lazy_run(op, t, &r))
 			return r;
@@ -1933,6 +2005,8 @@ void mmf_atfork_child(void)
 	PST(pending.n, 0);
 	PST(pending.all, 0);
 	future_lock = MMF_LOCK_NONE; /* MCL_FUTURE is not inherited */
+	/* only this thread goes on: its own mask counts */
+	__atomic_store_n(&lz_blockers, lz_mask == 2, __ATOMIC_SEQ_CST);
 }
 
 /* ---- exit --------------------------------------------------------------- */

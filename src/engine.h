@@ -47,6 +47,19 @@ void mmf_lazy_flush_all(void);
 /* Lazy mode: the kernel is about to read or write [p, p+n) for the program
  * (read(), send(), ...): deferred promotions there are made first. */
 void mmf_lazy_buffer(uint64_t p, size_t n);
+/* Lazy mode is on: the one test the libc wrappers of preload/stdio.c make
+ * before anything else (a load and a branch).  Not "something waits": a
+ * buffer libc allocates during the call may be the first thing to wait. */
+int mmf_lazy_active(void);
+/* While this thread's mmf_lazy_hold is non-zero its calls are made as in
+ * safe mode (nothing new waits): set around libc calls that allocate memory
+ * and hand it to the kernel themselves (preload/stdio.c). */
+extern __thread int mmf_lazy_hold __attribute__((tls_model("initial-exec")));
+/* Lazy mode: this thread's signal mask now blocks SIGSEGV or SIGBUS (1)
+ * or neither (0) (preload/sigmask.c). */
+void mmf_lazy_mask(int blocks);
+/* The calling thread ends (stats.c's thread-exit destructor). */
+void mmf_lazy_thread_exit(void);
 
 static inline int mmf_is_err(long r) { return (unsigned long)r > -4096UL; }
 

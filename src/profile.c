@@ -117,10 +117,10 @@ void mmf_profile_fork_child(void)
  * constructor, before the unwinder is published. */
 enum { SKIP = 1, TRAMP = 2 };
 #define RANGES 16
-static struct {
+static struct range {
 	uintptr_t lo, hi;
 	int what;
-} ranges[RANGES];
+} *ranges; /* mapped with the unwinder (kept out of the writable segment) */
 static int nranges;
 static uintptr_t self_base, unwinder_base, vdso_base;
 
@@ -197,6 +197,13 @@ void mmf_profile_set_unwinder(mmf_backtrace_fn bt, const void *lib_in_unwinder)
 	if (lib_in_unwinder && dladdr(lib_in_unwinder, &di))
 		unwinder_base = (uintptr_t)di.dli_fbase;
 	vdso_base = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+	if (!ranges) {
+		void *m = mmf_sys_mmap(NULL, RANGES * sizeof *ranges, PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (mmf_sys_err((long)m))
+			return; /* no unwinder: nothing is profiled */
+		ranges = m;
+	}
 	dl_iterate_phdr(phdr_cb, NULL);
 	/* libunwind maps its caches on first use; those calls are lost. */
 	void *ips[DEPTH_MAX + OWN_FRAMES];

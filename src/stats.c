@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "engine.h"
 #include "sys.h"
 
 #define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
@@ -165,6 +166,7 @@ static void fold(struct mmf_tstats *dst, struct mmf_tstats *src, int zero)
 void mmf_stats_thread_exit(void *p)
 {
 	struct mmf_block *b = p;
+	mmf_lazy_thread_exit();
 	struct mmf_totals *g = totals();
 	fold(g ? &g->retired : &spare_static, &b->t, 1);
 	if (self == &b->t)

@@ -66,6 +66,9 @@ enum {
 	X(LAZY_DENSE, "lazy_dense")       /* whole ranges made on dense touches */ \
 	X(LAZY_RETRIED, "lazy_retried")   /* faults that raced with a promotion */ \
 	X(LAZY_BUFFERS, "lazy_buffers")   /* made before read()/write()/... */ \
+	X(LAZY_IO_RETRIED, "lazy_io_retried") /* libc's own read failed with  \
+						 EFAULT in a new buffer: made \
+						 and the stdio call retried */ \
 	X(LAZY_REFUSED, "lazy_refused")   /* deferred promotions the kernel refused */ \
 	X(LAZY_EAGER, "lazy_eager")       /* promotions made at once: most were touched */ \
 	X(SHAPED_WIDENED, "shaped_widened") /* calls widened to folio bounds */ \

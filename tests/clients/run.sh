@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Real-client tests: run real programs (node, java, luajit, a libgc program,
-# a jemalloc program) without and with mmfold preloaded and require that
-# stdout and the exit status are identical.  Then sum the per-process JSON
-# statistics of the mmfold runs into $BUILD/clients-table.md.
+# a jemalloc program, headless chromium) without and with mmfold preloaded
+# and require that stdout and the exit status are identical (for chromium
+# also stderr, modulo what differs between runs without mmfold too).  Then
+# sum the per-process JSON statistics of the mmfold runs into
+# $BUILD/clients-table.md.
 #
 # usage: tests/clients/run.sh [name...]
-#   names: node-jit node-gc java-g1 java-parallel java-npe luajit boehm jemalloc
-#          (also the groups: node java all); default: all
+#   names: node-jit node-gc java-g1 java-parallel java-zgc java-npe luajit
+#          boehm jemalloc chromium (also the groups: node java all);
+#          default: all
 # env:   MMFOLD_LIB  absolute path of libmmfold.so (default: build/libmmfold.so)
 #        BUILD       output directory (default: build/clients)
 #        CLIENT_MODE   MMFOLD_MODE of the preloaded run (default: safe)
@@ -16,6 +19,11 @@
 #        CLIENT_TIMEOUT  seconds allowed for a baseline run (default 300); the
 #                      run under mmfold gets max(60, 10 x baseline time), at
 #                      most CLIENT_TIMEOUT, so a hang cannot eat the budget
+#        CLIENT_REPEAT  runs with mmfold per client (default 1); each is
+#                      compared with the one run without, and the summary
+#                      counts identical, differing, crashed and hung runs
+#                      (a hung run's processes, blocked signals and stacks
+#                      go to $BUILD/NAME.runI.hang before it is stopped)
 #        JEMALLOC_LIB  path of libjemalloc.so.2 (default: searched)
 #        CC, CLIENT_CFLAGS  compiler and extra flags for the C clients
 # Only MMFOLD_MODE, MMFOLD_STATS, MMFOLD_STATS_FORMAT, MMFOLD_STATS_FILE,
@@ -29,6 +37,8 @@ MMFOLD_LIB=${MMFOLD_LIB:-$ROOT/build/libmmfold.so}
 BUILD=${BUILD:-$ROOT/build/clients}
 MODE=${CLIENT_MODE:-safe}
 TIMEOUT=${CLIENT_TIMEOUT:-300}
+REPEAT=${CLIENT_REPEAT:-1}
+[[ $REPEAT =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: CLIENT_REPEAT=$REPEAT is not a positive count" >&2; exit 2; }
 read -ra EXTRA_ENV <<<"${CLIENT_ENV:-}"
 [[ -n ${MMFOLD_SIGCHAIN:-} ]] && EXTRA_ENV+=("MMFOLD_SIGCHAIN=$MMFOLD_SIGCHAIN")
 for v in "${EXTRA_ENV[@]}"; do
@@ -50,14 +60,15 @@ while read -r v; do
 	[[ -n $v ]] && CLEAN_ENV+=(-u "$v")
 done < <(compgen -e | grep '^MMFOLD_' || true)
 
-ALL=(node-jit node-gc java-g1 java-parallel java-npe luajit boehm jemalloc)
+ALL=(node-jit node-gc java-g1 java-parallel java-zgc java-npe luajit boehm jemalloc chromium)
 names=()
 for a in "${@:-all}"; do
 	case $a in
 	all) names+=("${ALL[@]}") ;;
 	node) names+=(node-jit node-gc) ;;
-	java) names+=(java-g1 java-parallel java-npe) ;;
-	node-jit | node-gc | java-g1 | java-parallel | java-npe | luajit | boehm | jemalloc) names+=("$a") ;;
+	java) names+=(java-g1 java-parallel java-zgc java-npe) ;;
+	node-jit | node-gc | java-g1 | java-parallel | java-zgc | java-npe | luajit | boehm | jemalloc | chromium)
+		names+=("$a") ;;
 	*)
 		echo "run.sh: unknown client '$a' (known: ${ALL[*]} node java all)" >&2
 		exit 2
@@ -120,7 +131,7 @@ prepare() {
 			CMD=("$(command -v node)" --expose-gc "$SRC/node_gc.js")
 		fi
 		;;
-	java-g1 | java-parallel)
+	java-g1 | java-parallel | java-zgc)
 		command -v java >/dev/null || { SKIP_REASON="java not installed"; return 1; }
 		local cls=$BUILD/java/AllocChurn.class
 		if [[ ! -f $cls || $SRC/AllocChurn.java -nt $cls ]]; then
@@ -130,6 +141,11 @@ prepare() {
 		fi
 		local gc=-XX:+UseG1GC
 		[[ $name == java-parallel ]] && gc=-XX:+UseParallelGC
+		if [[ $name == java-zgc ]]; then
+			gc=-XX:+UseZGC
+			timeout 60 java "$gc" -Xmx1g -version >/dev/null 2>&1 ||
+				{ SKIP_REASON="this JVM has no ZGC (java -XX:+UseZGC -version fails)"; return 1; }
+		fi
 		CMD=("$(command -v java)" "$gc" -Xms256m -Xmx1g -cp "$BUILD/java" AllocChurn)
 		;;
 	java-npe)
@@ -159,8 +175,39 @@ prepare() {
 		build_c "$BUILD/jemalloc_churn" "$SRC/jemalloc_churn.c" -pthread || return 2
 		CMD=("$BUILD/jemalloc_churn")
 		;;
+	chromium)
+		command -v chromium >/dev/null || { SKIP_REASON="chromium not installed"; return 1; }
+		# A fresh profile for every run (fresh_state); no network, no
+		# GPU process, no sandbox (the sandbox needs user namespaces or
+		# a setuid helper, and root may not use it).
+		CMD=("$(command -v chromium)" --headless --no-sandbox --disable-gpu --disable-quic
+			--no-first-run --disable-background-networking --disable-component-update
+			--disable-sync --user-data-dir="$BUILD/chromium-profile"
+			--dump-dom "file://$SRC/chromium_page.html")
+		;;
 	esac
 	return 0
+}
+
+# State a client keeps between runs is reset before each run.
+fresh_state() { # name
+	if [[ $1 == chromium ]]; then
+		rm -rf "$BUILD/chromium-profile"
+		mkdir -p "$BUILD/chromium-profile"
+	fi
+}
+
+# stderr as compared (chromium only): its log prefix (pid, tid, time) and
+# every number dropped, one line per distinct message.  Established by
+# running chromium without mmfold: the set of messages is the same from run
+# to run (28 D-Bus errors, the launcher's complaint about /dev/shm), their
+# pids, times and counts are not; on a loaded machine a run without mmfold
+# also printed "Message N rejected by interface blink.mojom.FrameWidgetHost"
+# (a frame message racing the page's teardown), so that line is left out.
+norm_err() { # file
+	sed -E 's/^\[[0-9:\/.]*:(ERROR|WARNING|INFO|FATAL|VERBOSE[0-9]*):/[\1:/; s/[0-9]+/N/g' "$1" |
+		grep -v -e '^mmfold' -e 'rejected by interface blink.mojom.FrameWidgetHost' |
+		LC_ALL=C sort -u
 }
 
 now() { date +%s.%N; }
@@ -215,6 +262,84 @@ echo "  library: $MMFOLD_LIB"
 echo "  mode:    MMFOLD_MODE=$MODE${EXTRA_ENV[*]:+ ${EXTRA_ENV[*]}}"
 echo "  output:  $BUILD"
 
+# What every process of a hung run (session $1) was doing: state, kernel
+# wait channel, blocked signals, and each thread's stack when gdb is there.
+hang_dump() { # sid
+	local p
+	ps -eo pid,ppid,sid,stat,wchan:32,args | awk -v s="$1" 'NR == 1 || $3 == s' | cut -c1-240
+	for p in $(ps -eo pid,sid | awk -v s="$1" '$2 == s { print $1 }'); do
+		echo "=== $p: $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | cut -c1-160)"
+		grep -E '^(State|SigBlk|SigCgt)' "/proc/$p/status" 2>/dev/null
+		if command -v gdb >/dev/null; then
+			timeout 60 gdb -p "$p" -batch -ex 'thread apply all bt 12' 2>/dev/null |
+				grep -E '^(Thread|#)' | head -200
+		fi
+	done
+}
+
+# One run with mmfold (run number $1 of the client set up by prepare):
+# sets why (empty when identical), kind (same, differ, crash, hang), tm and
+# the summed statistics.
+mm_run() { # i
+	local i=$1 mrc=0 t1 t2
+	rm -f "$BUILD/$name".[0-9]*.json
+	fresh_state "$name"
+	t1=$(now)
+	# In its own session, so that a hang can be looked at (hang_dump) and
+	# every process of it stopped.
+	setsid -w env "${CLEAN_ENV[@]}" LD_PRELOAD="$mm_preload" MMFOLD_MODE="$MODE" "${EXTRA_ENV[@]}" MMFOLD_STATS=1 \
+		MMFOLD_STATS_FORMAT=json MMFOLD_STATS_FILE="$BUILD/$name.%p.json" "${CMD[@]}" \
+		>"$mm_out" 2>"$BUILD/$name.mmfold.err" &
+	local pid=$! waited=0
+	while kill -0 "$pid" 2>/dev/null && ((waited < 10 * mm_timeout)); do
+		sleep 0.1
+		waited=$((waited + 1))
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		hang_dump "$pid" >"$BUILD/$name.run$i.hang" 2>&1 || true
+		kill -TERM -- "-$pid" 2>/dev/null || true
+		sleep 5
+		kill -KILL -- "-$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+		mrc=124
+	else
+		wait "$pid" || mrc=$?
+	fi
+	t2=$(now)
+	tm=$(elapsed "$t1" "$t2")
+
+	shopt -s nullglob
+	reports=("$BUILD/$name".[0-9]*.json)
+	shopt -u nullglob
+	read -r procs mp_c mp_s mp_u ma_c ma_s ma_u ml_c ml_s ml_u mm_c mm_s mm_u \
+		< <(sum_reports "${reports[@]}" /dev/null)
+
+	why=""
+	kind=differ
+	if [[ $mrc == 124 || $mrc == 137 ]]; then
+		why="timed out after ${mm_timeout}s with mmfold (the run without took ${tb}s; processes and stacks in $BUILD/$name.run$i.hang)"
+		kind=hang
+	elif [[ $mrc != "$brc" ]]; then
+		why="exit status differs: without $brc, with mmfold $mrc (see $BUILD/$name.mmfold.err)"
+		if ((mrc > 128)); then kind=crash; fi
+	elif ! cmp -s "$base_out" "$mm_out"; then
+		why="stdout differs"
+	elif [[ $name == chromium ]] && ! cmp -s <(norm_err "$BUILD/$name.base.err") <(norm_err "$BUILD/$name.mmfold.err"); then
+		why="stderr differs (numbers and repeated lines ignored)"
+	elif [[ $procs == 0 ]]; then
+		why="no mmfold statistics written (MMFOLD_STATS_FILE=$BUILD/$name.%p.json)"
+	elif [[ $name == chromium ]] && ((procs < 3)); then
+		why="statistics from $procs process(es) only: the preload did not reach chromium's children"
+	fi
+	if [[ -z $why ]]; then kind=same; fi
+	if [[ -n $why ]] && ((REPEAT > 1)); then
+		# Keep the evidence of each run that differed.
+		cp "$mm_out" "$BUILD/$name.run$i.out" 2>/dev/null || true
+		cp "$BUILD/$name.mmfold.err" "$BUILD/$name.run$i.err" 2>/dev/null || true
+	fi
+	return 0
+}
+
 for name in "${names[@]}"; do
 	rc=0
 	prepare "$name" || rc=$?
@@ -233,7 +358,7 @@ for name in "${names[@]}"; do
 
 	base_out=$BUILD/$name.base.out
 	mm_out=$BUILD/$name.mmfold.out
-	rm -f "$BUILD/$name".[0-9]*.json
+	rm -f "$BUILD/$name".run[0-9]*.out "$BUILD/$name".run[0-9]*.err
 
 	base_env=(-u LD_PRELOAD)
 	mm_preload=$MMFOLD_LIB
@@ -243,39 +368,45 @@ for name in "${names[@]}"; do
 	fi
 
 	# Baseline: no mmfold.  timeout/env are outside the preload on purpose.
+	fresh_state "$name"
 	t0=$(now)
 	brc=0
 	timeout -k 10 "$TIMEOUT" env "${CLEAN_ENV[@]}" "${base_env[@]}" "${CMD[@]}" \
 		>"$base_out" 2>"$BUILD/$name.base.err" || brc=$?
 	t1=$(now)
-	# With mmfold; a hang must not eat the whole time budget.
-	mm_timeout=$(awk -v a="$t0" -v b="$t1" -v cap="$TIMEOUT" 'BEGIN { t = int(10 * (b - a)) + 1; if (t < 60) t = 60; if (t > cap) t = cap; print t }')
-	mrc=0
-	timeout -k 10 "$mm_timeout" env "${CLEAN_ENV[@]}" LD_PRELOAD="$mm_preload" MMFOLD_MODE="$MODE" "${EXTRA_ENV[@]}" MMFOLD_STATS=1 \
-		MMFOLD_STATS_FORMAT=json MMFOLD_STATS_FILE="$BUILD/$name.%p.json" "${CMD[@]}" \
-		>"$mm_out" 2>"$BUILD/$name.mmfold.err" || mrc=$?
-	t2=$(now)
 	tb=$(elapsed "$t0" "$t1")
-	tm=$(elapsed "$t1" "$t2")
-
-	shopt -s nullglob
-	reports=("$BUILD/$name".[0-9]*.json)
-	shopt -u nullglob
-	read -r procs mp_c mp_s mp_u ma_c ma_s ma_u ml_c ml_s ml_u mm_c mm_s mm_u \
-		< <(sum_reports "${reports[@]}" /dev/null)
-
-	why=""
 	if [[ $brc != 0 ]]; then
-		why="baseline run failed (exit $brc, see $BUILD/$name.base.err)"
-	elif [[ $mrc == 124 || $mrc == 137 ]]; then
-		why="timed out after ${mm_timeout}s with mmfold (exit $mrc; the run without took ${tb}s)"
-	elif [[ $mrc != "$brc" ]]; then
-		why="exit status differs: without $brc, with mmfold $mrc (see $BUILD/$name.mmfold.err)"
-	elif ! cmp -s "$base_out" "$mm_out"; then
-		why="stdout differs"
-	elif [[ $procs == 0 ]]; then
-		why="no mmfold statistics written (MMFOLD_STATS_FILE=$BUILD/$name.%p.json)"
+		echo "FAIL $name: baseline run failed (exit $brc, see $BUILD/$name.base.err)"
+		fail=$((fail + 1))
+		failed_names+=("$name")
+		rows+=("| $name | baseline failed | | | | | | | $tb | |")
+		continue
 	fi
+	# With mmfold; a hang must not eat the whole time budget.
+	mm_timeout=$(awk -v t="$tb" -v cap="$TIMEOUT" 'BEGIN { t = int(10 * t) + 1; if (t < 60) t = 60; if (t > cap) t = cap; print t }')
+	n_same=0 n_differ=0 n_crash=0 n_hang=0 first_why="" first_i=0
+	for ((i = 1; i <= REPEAT; i++)); do
+		mm_run "$i"
+		case $kind in
+		same) n_same=$((n_same + 1)) ;;
+		differ) n_differ=$((n_differ + 1)) ;;
+		crash) n_crash=$((n_crash + 1)) ;;
+		hang) n_hang=$((n_hang + 1)) ;;
+		esac
+		if [[ -n $why && -z $first_why ]]; then
+			first_why=$why
+			first_i=$i
+			[[ $why == "stdout differs" ]] && diff "$base_out" "$mm_out" | head -20 | sed 's/^/    /' || true
+			[[ $why == stderr* ]] &&
+				diff <(norm_err "$BUILD/$name.base.err") <(norm_err "$BUILD/$name.mmfold.err") | head -20 | sed 's/^/    /' || true
+			if [[ -s $BUILD/$name.mmfold.err ]]; then
+				echo "    last lines of $BUILD/$name.mmfold.err (run $i):"
+				tail -n 5 "$BUILD/$name.mmfold.err" | sed 's/^/    | /'
+			fi
+		fi
+		if ((REPEAT > 1)); then echo "  $name run $i/$REPEAT: $kind${why:+ ($why)} ${tm}s"; fi
+	done
+	why=$first_why
 
 	# The Boehm client is only worth running if libgc really write-protects
 	# its heap (mprotect-based dirty bits).
@@ -289,26 +420,22 @@ for name in "${names[@]}"; do
 			sed "s/^/NOTE $name: mmfold wrote on stderr: /"
 	fi
 
-	chained=$(cat "${reports[@]}" /dev/null | grep -o '"signals_chained":[0-9]*' | cut -d: -f2 |
+	chained=$(cat "${reports[@]}" /dev/null | { grep -o '"signals_chained":[0-9]*' || true; } | cut -d: -f2 |
 		awk '{ s += $1 } END { print s + 0 }')
 	pct=$(awk -v s="$mp_s" -v c="$mp_c" 'BEGIN { if (c > 0) printf "%.1f%%", 100 * s / c; else printf "-" }')
+	runs=""
+	((REPEAT == 1)) || runs=" in $REPEAT runs: $n_same identical, $n_differ differing, $n_crash crashed, $n_hang hung"
 	if [[ -z $why ]]; then
-		echo "PASS $name (${tb}s without, ${tm}s with mmfold; $procs process(es); mprotect $mp_c calls, $mp_s skipped, $mp_u unproven; madvise $ma_c/$ma_s; mmap $mm_c/$mm_s; signals chained $chained)"
+		echo "PASS $name$runs (${tb}s without, ${tm}s with mmfold; $procs process(es); mprotect $mp_c calls, $mp_s skipped, $mp_u unproven; madvise $ma_c/$ma_s; mmap $mm_c/$mm_s; signals chained $chained)"
 		pass=$((pass + 1))
 		status=PASS
 	else
-		echo "FAIL $name: $why"
-		if [[ $why == "stdout differs" ]]; then
-			diff "$base_out" "$mm_out" | head -20 | sed 's/^/    /' || true
-		fi
-		if [[ -s $BUILD/$name.mmfold.err ]]; then
-			echo "    last lines of $BUILD/$name.mmfold.err:"
-			tail -n 5 "$BUILD/$name.mmfold.err" | sed 's/^/    | /'
-		fi
+		echo "FAIL $name$runs: ${first_i:+run $first_i: }$why"
 		fail=$((fail + 1))
 		failed_names+=("$name")
 		status=FAIL
 	fi
+	((REPEAT == 1)) || status="$status ($n_same/$REPEAT identical, $n_differ differ, $n_crash crash, $n_hang hang)"
 	rows+=("| $name | $status | $procs | $mp_c / $mp_s / $mp_u | $pct | $ma_c / $ma_s / $ma_u | $ml_c / $ml_s / $ml_u | $mm_c / $mm_s / $mm_u | $tb | $tm |")
 done
 

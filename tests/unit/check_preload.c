@@ -648,6 +648,52 @@ START_TEST(lazy_barrier)
 }
 END_TEST
 
+/* libc's own reads and writes into memory whose promotion waits (the
+ * program's malloc commits every block with a deferred mprotect, as
+ * Chromium's PartitionAlloc does): fgets, fscanf, fread, getline, getc,
+ * fwrite and localtime_r give what they give without mmfold.  Without the
+ * stdio wrappers every one of them failed with EFAULT inside libc
+ * (localtime_r silently fell back to UTC). */
+START_TEST(lazy_libc)
+{
+	char *argv[] = {prog("lazyio"), tmpdir, NULL};
+	struct result ref, r;
+	run(&ref, 0, NULL, argv);
+	ck_assert_int_eq(ref.status, 0);
+	ck_assert_ptr_nonnull(strstr(ref.out, "fgets: 20000 lines"));
+	const char *env[] = {"MMFOLD_MODE=lazy", "MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
+	run(&r, 1, env, argv);
+	ck_assert_msg(r.status == 0 && !strcmp(r.out, ref.out),
+		      "lazyio: exit %d, output differs:\n%s\nexpected\n%s", r.status, r.out, ref.out);
+	/* the promotions waited, and the fresh FILE buffers of fgets, fscanf,
+	 * getline and getc were made after libc's read failed */
+	ck_assert_int_gt(jfield(r.err, "mprotect", "deferred"), 20);
+	ck_assert_int_ge(jfield(r.err, "events", "lazy_io_retried"), 4);
+	ck_assert_int_gt(jfield(r.err, "events", "lazy_buffers"), 0);
+}
+END_TEST
+
+/* A thread that blocks every signal (Chromium, around fork() and thread
+ * creation) touches memory made readable and writable before, during and
+ * (in a thread that inherited the mask) after the block: the kernel cannot
+ * hand those faults to mmfold, so nothing may wait then.  Without the
+ * sigmask wrappers the first touch killed the process (SIGSEGV). */
+START_TEST(lazy_masked)
+{
+	char *argv[] = {prog("lazymask"), NULL};
+	struct result ref, r;
+	run(&ref, 0, NULL, argv);
+	ck_assert_int_eq(ref.status, 0);
+	const char *env[] = {"MMFOLD_MODE=lazy", "MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
+	run(&r, 1, env, argv);
+	ck_assert_msg(r.status == 0 && !strcmp(r.out, ref.out), "lazymask: exit %d, output %s",
+		      r.status, r.out);
+	/* the promotions before the block and after the last unblock (and
+	 * the end of the thread that inherited the mask) waited */
+	ck_assert_int_eq(jfield(r.err, "mprotect", "deferred"), 2);
+}
+END_TEST
+
 /* ---- range shaping (tests/progs/shape.c) ---- */
 
 /* Every page's access and contents, every return value and errno and the
@@ -1066,6 +1112,8 @@ Suite *preload_suite(void)
 	tcase_add_test(z, lazy_diff);
 	tcase_add_test(z, lazy_counts);
 	tcase_add_test(z, lazy_barrier);
+	tcase_add_test(z, lazy_libc);
+	tcase_add_test(z, lazy_masked);
 	tcase_add_test(z, lazy_refused);
 	suite_add_tcase(s, z);
 	TCase *sh = tcase_create("shape");
