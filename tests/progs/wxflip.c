@@ -6,7 +6,9 @@
  * times, for each area: mprotect RW, write a function returning a value that
  * depends on the iteration, mprotect RX, call it.  Then, with every area RX,
  * prints the VMAs over the areas ("vma" lines), probes every area (read,
- * write, execute, each caught by a SIGSEGV handler) and its contents; makes
+ * write, execute, each caught by a SIGSEGV handler; "i" where the execute
+ * probe ran into an invalid instruction, SIGILL: the fetch was allowed, as
+ * on arm64 where a page of zeros is "udf #0") and its contents; makes
  * the even areas RW and probes again.
  *   advice: the program gives its own readahead advice first
  *           (MADV_SEQUENTIAL on area 0) and halfway (MADV_NORMAL on area 1),
@@ -49,8 +51,7 @@ static sigjmp_buf jb;
 
 static void on_segv(int sig)
 {
-	(void)sig;
-	siglongjmp(jb, 1);
+	siglongjmp(jb, sig == SIGILL ? 2 : 1);
 }
 
 /* Writes a function returning v at p (the area is RW). */
@@ -92,10 +93,13 @@ static void probe_at(const char *label, char *at, int len)
 		p[0] = v;
 		res[1] = 'w';
 	}
-	if (!sigsetjmp(jb, 1)) {
+	int jumped = sigsetjmp(jb, 1);
+	if (!jumped) {
 		int (*fn)(void) = (int (*)(void))(uintptr_t)p;
 		(void)fn();
 		res[2] = 'x';
+	} else if (jumped == 2) {
+		res[2] = 'i';
 	}
 	unsigned long sum = 0;
 	if (res[0] == 'r')
@@ -239,6 +243,7 @@ int main(int argc, char **argv)
 	sa.sa_handler = on_segv;
 	sa.sa_flags = SA_NODEFER;
 	sigaction(SIGSEGV, &sa, NULL);
+	sigaction(SIGILL, &sa, NULL);
 	if (advice)
 		madvise(base, AREA, MADV_SEQUENTIAL);
 
