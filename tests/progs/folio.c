@@ -153,7 +153,11 @@ int main(int argc, char **argv)
 		char *w = must_map(NULL, l, PROT_READ | PROT_WRITE, 0); /* warm-up */
 		munmap(w, l);
 		snprintf(before, sizeof before, "%s", slurp("/proc/self/maps"));
-		char *p = must_map(NULL, l, PROT_READ | PROT_WRITE, 0);
+		/* one page more, given back at once: the page after p is free
+		 * whether or not the kernel left a gap above (it aligns 4 MiB
+		 * to its PMD size with 4 KiB pages, not with 16 KiB pages) */
+		char *p = must_map(NULL, l + PG, PROT_READ | PROT_WRITE, 0);
+		munmap(p + l, PG);
 		memset(p, 7, l);
 		char *blk = mmap(p + l, PG, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 		char *q = mremap(p, l, nl, MREMAP_MAYMOVE);
