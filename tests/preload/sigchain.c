@@ -493,8 +493,9 @@ static void t_sigbus(void)
 	*p = 3;
 	/* the handler wrote bus_seen: no load of it may move above the fault */
 	atomic_signal_fence(memory_order_seq_cst);
-	printf("SIGBUS: signo %d code %d (BUS_ADRERR %d) addr offset %ld value %d\n", bus_seen.si_signo,
-	       bus_seen.si_code, BUS_ADRERR, (long)((char *)bus_seen.si_addr - m), *p);
+	/* (the offset from the second page: page sizes differ) */
+	printf("SIGBUS: signo %d code %d (BUS_ADRERR %d) addr offset PG+%ld value %d\n", bus_seen.si_signo,
+	       bus_seen.si_code, BUS_ADRERR, (long)((char *)bus_seen.si_addr - m) - (long)PG, *p);
 }
 
 static void t_busdfl(void)

@@ -309,7 +309,7 @@ DIFF(skip, "skipped 1000 stores, result 7000, memory 0", "skip: exit 0")
 DIFF(altstack, "on the alternate stack 1", "altstack: exit 0")
 DIFF(nohandler, "nohandler: signal 11")
 DIFF(ignfault, "ignfault: signal 11")
-DIFF(sigbus, "SIGBUS: signo 7 code 2 (BUS_ADRERR 2) addr offset 4105 value 3", "sigbus: exit 0")
+DIFF(sigbus, "SIGBUS: signo 7 code 2 (BUS_ADRERR 2) addr offset PG+9 value 3", "sigbus: exit 0")
 DIFF(busdfl, "busdfl: signal 7")
 DIFF(kill, "survived", "kill with handler: signo 11 code 0 (SI_USER 0) from self 1",
      "code -6 (SI_TKILL -6)", "after unblock: signo 11", "kill: exit 0")
