@@ -245,7 +245,9 @@ clean:
 # programs, and runs them under qemu-aarch64 (tests/arm64/run.sh, which ends
 # with "N passed, N failed").  Packages: tests/arm64/deps.sh installs them as
 # root, or prints the commands (ARM64_NO_DEPS=1: do not check).  Targets
-# check-arm64, lib-arm64, deps-arm64; variables ARM64_*.
+# check-arm64, lib-arm64, deps-arm64; variables ARM64_*.  A quick, partial
+# look (qemu-user runs on the host's kernel and itself fails some programs):
+# CI runs check-arm64-system below instead.
 ARM64_BUILD      := $(BUILD)/arm64
 ARM64_CC         ?= aarch64-linux-gnu-gcc
 ARM64_QEMU       ?= qemu-aarch64
