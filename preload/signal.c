@@ -43,7 +43,10 @@ static void from_kernel(const struct mmf_ksa *k, struct sigaction *a)
 	sigemptyset(&a->sa_mask);
 	memcpy(&a->sa_mask, &k->mask, sizeof k->mask);
 	a->sa_flags = (int)k->flags;
+#if defined(__x86_64__)
 	a->sa_restorer = (void (*)(void))k->restorer;
+#endif
+	/* (glibc on aarch64 leaves the caller's sa_restorer as it was) */
 }
 
 /* sigaction for a claimed signal. */

@@ -142,6 +142,19 @@ uint64_t mmf_folio_advice_size(const struct mmf_folio_sys *f)
 	return a;
 }
 
+uint64_t mmf_folio_contpte_size(void)
+{
+#if defined(__aarch64__)
+	/* CONT_PTE_SIZE of arch/arm64: 16 x 4 KiB, 128 x 16 KiB, 32 x 64 KiB */
+	switch (mmf_page_size()) {
+	case 4096: return 64u << 10;
+	case 16384: return 2u << 20;
+	case 65536: return 2u << 20;
+	}
+#endif
+	return 0;
+}
+
 uint64_t mmf_folio_align_for(const struct mmf_folio_sys *f, uint64_t len, long cfg_align,
 			     long cfg_min, int advised)
 {
@@ -151,17 +164,17 @@ uint64_t mmf_folio_align_for(const struct mmf_folio_sys *f, uint64_t len, long c
 	if (cfg_align > 0) {
 		a = (uint64_t)cfg_align;
 	} else {
-#if defined(__aarch64__)
-		/* contiguous PTEs: a 64 KiB-aligned block of 16 PTEs */
-		a = 64 << 10;
-		(void)f;
-		(void)advised;
-#else
-		for (int i = 0; i < f->nsizes; i++)
-			if (f->size[i] <= len && (f->state[i] == MMF_THP_ALWAYS ||
-						  (f->state[i] == MMF_THP_MADVISE && advised)))
-				a = f->size[i];
-#endif
+		/* arm64: the contiguous-PTE block when len holds one; smaller
+		 * mappings (and other architectures) get the largest folio
+		 * size in use for them that len holds */
+		uint64_t cont = mmf_folio_contpte_size();
+		if (cont && len >= cont)
+			a = cont;
+		else
+			for (int i = 0; i < f->nsizes; i++)
+				if (f->size[i] <= len && (f->state[i] == MMF_THP_ALWAYS ||
+							  (f->state[i] == MMF_THP_MADVISE && advised)))
+					a = f->size[i];
 	}
 	uint64_t min = cfg_min > 0 ? (uint64_t)cfg_min : a;
 	if (!a || len < a || len < min)

@@ -34,10 +34,15 @@ uint64_t mmf_folio_advice_size(const struct mmf_folio_sys *f);
 /* The alignment for a new anonymous mapping of len bytes, or 0 for none.
  * cfg_align: MMF_ALIGN_AUTO, MMF_ALIGN_OFF or a size; cfg_min: the
  * smallest mapping aligned (0: the alignment itself); advised: the mapping
- * will carry MADV_HUGEPAGE.  auto picks 64 KiB on arm64 (contiguous PTEs),
- * elsewhere the largest size in use for this mapping that len can hold. */
+ * will carry MADV_HUGEPAGE.  auto picks arm64's contiguous-PTE block when
+ * len holds one (mmf_folio_contpte_size), otherwise the largest size in use
+ * for this mapping that len can hold. */
 uint64_t mmf_folio_align_for(const struct mmf_folio_sys *f, uint64_t len, long cfg_align,
 			     long cfg_min, int advised);
+
+/* arm64's contiguous-PTE block for the system's page size (64 KiB with
+ * 4 KiB pages, 2 MiB with 16 KiB and 64 KiB pages); 0 elsewhere. */
+uint64_t mmf_folio_contpte_size(void);
 
 /* anon_fault_alloc of every size (sysfs, system-wide), in f's order. */
 void mmf_folio_fault_counts(const struct mmf_folio_sys *f, uint64_t out[MMF_FOLIO_SIZES]);

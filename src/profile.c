@@ -176,9 +176,11 @@ static int sigreturn_at(uintptr_t ip)
 			return 0;
 	return 1;
 #elif defined(__aarch64__)
-	/* mov x8, #139; svc #0 */
-	const uint32_t *p = (const uint32_t *)ip;
-	return !(ip & 3) && p[0] == 0xd2801168u && p[1] == 0xd4000001u;
+	/* mov x8, #139; svc #0.  libunwind gives every frame's address minus
+	 * one on aarch64, this one too (the vDSO's __kernel_rt_sigreturn - 1,
+	 * inside the nop before it): round up to the instruction. */
+	const uint32_t *p = (const uint32_t *)((ip + 3) & ~(uintptr_t)3);
+	return p[0] == 0xd2801168u && p[1] == 0xd4000001u;
 #else
 	(void)ip;
 	return 0;

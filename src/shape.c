@@ -43,7 +43,10 @@ uint64_t mmf_shape_granule(const struct mmf_attr *a, int force)
 	uint64_t g = 0;
 #if defined(__aarch64__)
 	(void)a;
-	g = KIB64; /* contiguous PTEs: 16 x 4 KiB */
+	/* 64 KiB folios: 16 contiguous PTEs with 4 KiB pages, an order-2
+	 * mTHP folio with 16 KiB pages; none with 64 KiB pages (g must
+	 * exceed the page) */
+	g = KIB64;
 #else
 	int advised = (a->adv_known & MMF_ADV_HUGEPAGE) && (a->adv_set & MMF_ADV_HUGEPAGE);
 	int nohuge = (a->adv_known & MMF_ADV_NOHUGEPAGE) && (a->adv_set & MMF_ADV_NOHUGEPAGE);

@@ -15,6 +15,14 @@
 #                                  bookworm it comes from bookworm-backports
 #                                  (10.0, statically linked, no dependencies)
 #
+# "deps.sh system" (make check-arm64-system) also needs:
+#
+#   qemu-system-arm                qemu-system-aarch64 (bookworm's 7.2 is enough)
+#   cpio                           to build the VM's initramfs
+#   bookworm-backports in apt's sources: the arm64 kernels the VM boots
+#                                  (6.12: mTHP, contiguous PTEs) are
+#                                  downloaded from there by tests/arm64/system.sh
+#
 # Run as root it installs what is missing (adding the arm64 architecture and,
 # on bookworm, the bookworm-backports source when needed); otherwise it prints
 # the exact commands and exits 1.  Nothing is done when all is there.
@@ -22,6 +30,11 @@ set -u
 HOST_PKGS=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
 GUEST_PKGS=(check:arm64 libsubunit-dev:arm64 libunwind-dev:arm64)
 QEMU_MIN=1:8.0
+SYSTEM=0
+if [ "${1:-}" = system ]; then
+	SYSTEM=1
+	HOST_PKGS+=(qemu-system-arm cpio)
+fi
 
 if ! command -v dpkg-query >/dev/null; then
 	echo "mmfold: not Debian; install an aarch64-linux-gnu cross gcc, qemu-aarch64 (8.0 or later)" \
@@ -40,29 +53,37 @@ qemu_ok=0
 if installed qemu-user && dpkg --compare-versions "$(version qemu-user)" ge "$QEMU_MIN"; then
 	qemu_ok=1
 fi
-[ ${#missing[@]} = 0 ] && [ $qemu_ok = 1 ] && exit 0
+# shellcheck source=/dev/null
+codename=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
+has_bpo=1
+if ! grep -rqsE '^[^#]*bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+	has_bpo=0
+fi
+need_bpo=0
+[ $SYSTEM = 1 ] && [ "$codename" = bookworm ] && [ $has_bpo = 0 ] && need_bpo=1
+[ ${#missing[@]} = 0 ] && [ $qemu_ok = 1 ] && [ $need_bpo = 0 ] && exit 0
 
 add_arch=0
 dpkg --print-foreign-architectures | grep -qx arm64 || add_arch=1
 
 # qemu-user: from bookworm-backports on bookworm, else the release's own.
 add_bpo=0 bpo_file=/etc/apt/sources.list.d/bookworm-backports.sources bpo_text=''
-if [ $qemu_ok = 0 ]; then
-	# shellcheck source=/dev/null
-	codename=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
+if [ $qemu_ok = 0 ] || [ $need_bpo = 1 ]; then
 	if [ "$codename" = bookworm ]; then
-		missing+=(qemu-user/bookworm-backports)
-		# qemu-user 10 breaks these older companions: upgrade them too.
-		for p in qemu-user-binfmt qemu-user-static; do
-			installed "$p" && missing+=("$p/bookworm-backports")
-		done
-		if ! grep -rqsE '^[^#]*bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+		if [ $qemu_ok = 0 ]; then
+			missing+=(qemu-user/bookworm-backports)
+			# qemu-user 10 breaks these older companions: upgrade them too.
+			for p in qemu-user-binfmt qemu-user-static; do
+				installed "$p" && missing+=("$p/bookworm-backports")
+			done
+		fi
+		if [ $has_bpo = 0 ]; then
 			add_bpo=1
 			# the mirror bookworm already comes from
 			uri=$(apt-cache policy 2>/dev/null | awk '$3 == "bookworm/main" {print $2; exit}')
 			bpo_text="Types: deb\nURIs: ${uri:-http://deb.debian.org/debian}\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n"
 		fi
-	else
+	elif [ $qemu_ok = 0 ]; then
 		missing+=(qemu-user)
 	fi
 fi

@@ -55,24 +55,8 @@ DIFF_FILTER='/SYS_pkey_mprotect|\[sys \] pkey_mprotect|^(main-preinit|lib-ctor):
 unset LD_PRELOAD RUNNER_PRELOAD MMFOLD_MODE MMFOLD_STATS MMFOLD_STATS_FILE MMFOLD_STATS_FORMAT \
 	MMFOLD_VERIFY MMFOLD_LOG MMFOLD_STRICT CK_RUN_SUITE CK_RUN_CASE CK_FORK
 
-pass=0 fail=0
-ok() { echo "PASS $1"; pass=$((pass + 1)); }
-bad() {
-	local name=$1
-	shift
-	echo "FAIL $name: $*"
-	fail=$((fail + 1))
-}
-skip() {
-	local name=$1
-	shift
-	echo "SKIP $name: $*"
-}
-finish() {
-	echo "$pass passed, $fail failed"
-	[ "$fail" = 0 ]
-	exit
-}
+# shellcheck source=tally.sh
+. "$HERE/tally.sh"
 
 if [ -z "${MMFOLD_LIB:-}" ] || [ ! -f "$MMFOLD_LIB" ]; then
 	bad setup "no library (MMFOLD_LIB=${MMFOLD_LIB:-})"

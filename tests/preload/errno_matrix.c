@@ -152,7 +152,7 @@ static void show(const char *what, unsigned from, unsigned to)
 		char c;
 		const char *content = "";
 		if (fg_read((volatile char *)(S + i * PG), &c) == 0) {
-			static const char zero[PG];
+			static const char zero[PG_MAX];
 			content = memcmp((const void *)(S + i * PG), zero, PG) ? "=data" : "=0";
 		}
 		ob_printf(&out, " p%u:%s%s%s%s%s%s", i, st[i].perm, fl[0] ? "(" : "", fl,

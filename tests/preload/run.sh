@@ -12,11 +12,14 @@
 #      RUNNER (default none): a command put before every test program, e.g.
 #      an emulator (tests/arm64/qemu-run).  The library to preload is then
 #      handed to it in RUNNER_PRELOAD, never in LD_PRELOAD (which would reach
-#      the runner itself); the runner makes it the program's LD_PRELOAD.
+#      the runner itself); the runner makes it the program's LD_PRELOAD,
 #      LAZYSTRESS_THREADS (default "4 8 16"), LAZYSTRESS_SEEDS (default 4),
 #      LAZYSTRESS_REPEAT (default 6), LAZYSTRESS_STEPS (default 300): the
 #      lazystress test runs each seed REPEAT times per thread count in lazy
 #      mode (make soak raises them),
+#      BUILD_ONLY=1: build the programs into BUILD and stop (a cross build),
+#      TESTS_PREBUILT=1: use the programs already in BUILD, build nothing
+#      (a machine without a compiler: the arm64 VM of make check-arm64-system),
 # Tests: walk walk-shape walk-stats errno_matrix barrier ctor sigreentry broken
 # sigchain barrier-sigchain lazystress stopworld (default: all; the last two run with
 # MMFOLD_SIGCHAIN=on, so mmfold's SIGSEGV handler runs first).  Each program runs without the library (reference) and
@@ -70,11 +73,18 @@ build() {
 			-L"$BUILD" -lsigctor -Wl,-rpath,"\$ORIGIN"
 	} >"$log" 2>&1
 }
-if ! build; then
+PROGRAMS=(walk errno_matrix barrier sigreentry libctorlib.so ctor_main broken.so libsigctor.so sigchain)
+if [ -n "${TESTS_PREBUILT:-}" ]; then
+	for p in "${PROGRAMS[@]}"; do
+		[ -f "$BUILD/$p" ] || bad build "TESTS_PREBUILT is set but $BUILD/$p is missing"
+	done
+	[ $fail = 0 ] || { echo "$pass passed, $fail failed"; exit 1; }
+elif ! build; then
 	bad build "compiler failed ($OUT/build.log)"
 	echo "$pass passed, $fail failed"
 	exit 1
 fi
+[ -n "${BUILD_ONLY:-}" ] && exit 0
 
 # run FILE MODE PROG [ARGS...]: MODE is ref (no preload), broken, or an
 # MMFOLD_MODE value.  FILE gets stdout, the exit status, then stderr.

@@ -49,7 +49,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#define PG 4096UL
+#define PG ((unsigned long)getpagesize()) /* the system's, from the aux vector */
 extern __sighandler_t bsd_signal(int, __sighandler_t); /* declared only for XPG4.2 */
 #ifndef SA_RESTORER
 #define SA_RESTORER 0x04000000
@@ -86,12 +86,25 @@ static void set(int sig, void *h, int flags, const int *mask)
 
 static unsigned long mword(const sigset_t *s, int w) { return ((const unsigned long *)s)[w]; }
 
+/* sa_restorer as the program sees it.  glibc fills it in on x86_64 only:
+ * on aarch64 it neither passes it to the kernel nor writes it back, so the
+ * field (and the kernel's copy) holds whatever was there before. */
+static const char *restorer(unsigned long r)
+{
+#if defined(__x86_64__)
+	return r ? "set" : "null";
+#else
+	(void)r;
+	return "undefined";
+#endif
+}
+
 static void show(const char *what, const struct sigaction *sa)
 {
 	/* only the kernel's 64 signals: glibc leaves the rest undefined */
 	printf("%s: handler %s flags %#x mask %#lx restorer %s\n", what,
 	       hname((void *)sa->sa_handler), (unsigned)sa->sa_flags, mword(&sa->sa_mask, 0),
-	       sa->sa_restorer ? "set" : "null");
+	       restorer((unsigned long)sa->sa_restorer));
 }
 
 static void query(const char *what, int sig)
@@ -232,7 +245,7 @@ static void t_query(void)
 	memset(&k, 0, sizeof k);
 	long r = syscall(SYS_rt_sigaction, SIGSEGV, NULL, &k, 8);
 	printf("rt_sigaction query: %ld handler %s flags %#lx mask %#lx restorer %s\n", r,
-	       hname((void *)k.handler), k.flags, k.mask, k.restorer ? "set" : "null");
+	       hname((void *)k.handler), k.flags, k.mask, restorer(k.restorer));
 	k2 = k;
 	k2.handler = (unsigned long)h_b;
 	k2.flags = SA_SIGINFO | SA_RESTORER;
@@ -478,8 +491,11 @@ static void t_sigbus(void)
 	set(SIGBUS, h_bus, SA_SIGINFO, NULL);
 	volatile char *p = m + PG + 9;
 	*p = 3;
-	printf("SIGBUS: signo %d code %d (BUS_ADRERR %d) addr offset %ld value %d\n", bus_seen.si_signo,
-	       bus_seen.si_code, BUS_ADRERR, (long)((char *)bus_seen.si_addr - m), *p);
+	/* the handler wrote bus_seen: no load of it may move above the fault */
+	atomic_signal_fence(memory_order_seq_cst);
+	/* (the offset from the second page: page sizes differ) */
+	printf("SIGBUS: signo %d code %d (BUS_ADRERR %d) addr offset PG+%ld value %d\n", bus_seen.si_signo,
+	       bus_seen.si_code, BUS_ADRERR, (long)((char *)bus_seen.si_addr - m) - (long)PG, *p);
 }
 
 static void t_busdfl(void)

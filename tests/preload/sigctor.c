@@ -17,8 +17,9 @@ void sigctor_handler(int sig, siginfo_t *si, void *uc)
 	(void)sig;
 	(void)uc;
 	sigctor_calls++;
-	uintptr_t pg = (uintptr_t)si->si_addr & ~(uintptr_t)4095;
-	mprotect((void *)pg, 4096, PROT_READ | PROT_WRITE);
+	uintptr_t size = (uintptr_t)getpagesize();
+	uintptr_t pg = (uintptr_t)si->si_addr & ~(size - 1);
+	mprotect((void *)pg, size, PROT_READ | PROT_WRITE);
 }
 
 /* SigCgt of /proc/self/status, bit SIGSEGV. */

@@ -76,7 +76,7 @@ static void aoff(char *b, size_t n, uintptr_t a)
 		else
 			snprintf(b, n, "p%lu", o / PG);
 	} else {
-		snprintf(b, n, "out(%#lx)", a & 0xfff); /* never absolute */
+		snprintf(b, n, "out(%#lx)", a & (PG - 1)); /* never absolute */
 	}
 }
 

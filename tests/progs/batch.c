@@ -39,7 +39,7 @@
 #define MMFOLD_WEAK
 #include "../../include/mmfold.h"
 
-#define PG 4096UL
+#define PG ((unsigned long)getpagesize()) /* the system's page size */
 #define NPG 64
 
 static sigjmp_buf jb;

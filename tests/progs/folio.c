@@ -24,6 +24,8 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#define PG ((size_t)getpagesize()) /* the system's page size */
+
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000
 #endif
@@ -88,8 +90,8 @@ int main(int argc, char **argv)
 	printf("folio %s\n", what);
 	fflush(stdout);
 	if (!strcmp(what, "place")) {
-		static const size_t sizes[] = {(3 << 20) + 4096, 5 << 20, 2 << 20, 64 << 10,
-					       (1 << 20) + 12288, (4 << 20) + (64 << 10)};
+		const size_t sizes[] = {(3 << 20) + PG, 5 << 20, 2 << 20, 64 << 10,
+					(1 << 20) + 3 * PG, (4 << 20) + (64 << 10)};
 		static char before[1 << 16];
 		int a2m = 0, a64k = 0, n = (int)(sizeof sizes / sizeof sizes[0]);
 		/* a first round lets libc and mmfold make their own allocations */
@@ -100,13 +102,13 @@ int main(int argc, char **argv)
 			}
 			for (int i = 0; i < n; i++) {
 				char *p = must_map(NULL, sizes[i], PROT_READ | PROT_WRITE, 0);
-				char *q = must_map(NULL, 8192, PROT_READ, 0); /* a neighbour */
+				char *q = must_map(NULL, 2 * PG, PROT_READ, 0); /* a neighbour */
 				p[0] = 1;
 				p[sizes[i] - 1] = 2;
 				if (sizes[i] >= (2u << 20))
 					a2m += ((uintptr_t)p & ((2u << 20) - 1)) == 0;
 				a64k += ((uintptr_t)p & 0xffff) == 0;
-				if (munmap(p, sizes[i]) || munmap(q, 8192))
+				if (munmap(p, sizes[i]) || munmap(q, 2 * PG))
 					return 3;
 			}
 		}
@@ -116,8 +118,9 @@ int main(int argc, char **argv)
 		if (strcmp(before, after))
 			fprintf(stderr, "before:\n%s\nafter:\n%s\n", before, after);
 	} else if (!strcmp(what, "hint")) {
-		char *h1 = (char *)0x6f0000003000, *h2 = (char *)0x6f0001005000,
-		     *h3 = (char *)0x6f0002007000;
+		/* page-aligned, not 64 KiB-aligned */
+		char *h1 = (char *)0x6f0000000000 + 3 * PG, *h2 = (char *)0x6f0001000000 + 5 * PG,
+		     *h3 = (char *)0x6f0002000000 + 7 * PG;
 		char *p = must_map(h1, 3 << 20, PROT_READ | PROT_WRITE, 0);
 		char *q = must_map(h2, 3 << 20, PROT_READ | PROT_WRITE, MAP_FIXED);
 		char *r = must_map(h3, 3 << 20, PROT_READ | PROT_WRITE, MAP_FIXED_NOREPLACE);
@@ -127,7 +130,7 @@ int main(int argc, char **argv)
 		/* exact length: the page after each is not part of it */
 		printf("length kept: %s\n",
 		       (munmap(p, 3 << 20) || munmap(q, 3 << 20) || munmap(r, 3 << 20) ||
-			mmap(h1 + (3 << 20), 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+			mmap(h1 + (3 << 20), PG, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
 			     -1, 0) == MAP_FAILED)
 			       ? "NO"
 			       : "yes");
@@ -156,9 +159,13 @@ int main(int argc, char **argv)
 		char *w = must_map(NULL, l, PROT_READ | PROT_WRITE, 0); /* warm-up */
 		munmap(w, l);
 		snprintf(before, sizeof before, "%s", slurp("/proc/self/maps"));
-		char *p = must_map(NULL, l, PROT_READ | PROT_WRITE, 0);
+		/* one page more, given back at once: the page after p is free
+		 * whether or not the kernel left a gap above (it aligns 4 MiB
+		 * to its PMD size with 4 KiB pages, not with 16 KiB pages) */
+		char *p = must_map(NULL, l + PG, PROT_READ | PROT_WRITE, 0);
+		munmap(p + l, PG);
 		memset(p, 7, l);
-		char *blk = mmap(p + l, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+		char *blk = mmap(p + l, PG, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
 		char *q = mremap(p, l, nl, MREMAP_MAYMOVE);
 		if (q == MAP_FAILED || blk == MAP_FAILED)
 			return 6;
@@ -167,7 +174,7 @@ int main(int argc, char **argv)
 		printf("2M-aligned after the move: %s\n", ((uintptr_t)q & ((2u << 20) - 1)) ? "no" : "yes");
 		printf("content kept: %s\n", q[0] == 7 && q[l - 1] == 7 && q[l] == 0 ? "yes" : "NO");
 		munmap(q, nl);
-		munmap(blk, 4096);
+		munmap(blk, PG);
 		printf("maps as before: %s\n", strcmp(before, slurp("/proc/self/maps")) ? "NO" : "yes");
 	} else if (!strcmp(what, "policy")) {
 		char f[512];

@@ -16,11 +16,12 @@ static sigjmp_buf jit_jb;
 
 static void jit_on_fault(int sig)
 {
-	(void)sig;
-	siglongjmp(jit_jb, 1);
+	siglongjmp(jit_jb, sig == SIGILL ? 2 : 1);
 }
 
-/* SIGSEGV (and SIGTRAP: int3 filler) jump back to the probe that ran. */
+/* SIGSEGV (and SIGTRAP: int3 filler) jump back to the probe that ran;
+ * SIGILL too: on arm64 zeroed memory is an undefined instruction, so a
+ * fetch the protection allowed raises SIGILL (shown as 'i'). */
 static void jit_catch_faults(void)
 {
 	struct sigaction sa;
@@ -29,6 +30,7 @@ static void jit_catch_faults(void)
 	sa.sa_flags = SA_NODEFER;
 	sigaction(SIGSEGV, &sa, NULL);
 	sigaction(SIGTRAP, &sa, NULL);
+	sigaction(SIGILL, &sa, NULL);
 }
 
 /* Writes a function returning v at p (p's page is writable). */
@@ -65,9 +67,16 @@ static long jit_access(volatile unsigned char *p, int run, char res[4])
 		p[0] = v;
 		res[1] = 'w';
 	}
-	if (run && !sigsetjmp(jit_jb, 1)) {
-		got = jit_call((const void *)p);
-		res[2] = 'x';
+	if (run) {
+		switch (sigsetjmp(jit_jb, 1)) {
+		case 0:
+			got = jit_call((const void *)p);
+			res[2] = 'x';
+			break;
+		case 2:
+			res[2] = 'i';
+			break;
+		}
 	}
 	return got;
 }

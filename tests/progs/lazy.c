@@ -45,7 +45,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define PG 4096UL
+#define PG ((unsigned long)getpagesize()) /* the system's page size */
 #define NPG 64
 
 static __thread sigjmp_buf jb;

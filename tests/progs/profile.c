@@ -18,7 +18,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define PG 4096
+#define PG getpagesize() /* the system's page size */
 #define NBARRIER 64
 #define SITE __attribute__((noinline, used))
 

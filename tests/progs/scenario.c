@@ -16,14 +16,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#define PG ((size_t)getpagesize()) /* the system's page size */
+
 static char *fresh(size_t pages)
 {
-	char *p = mmap(NULL, pages * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *p = mmap(NULL, pages * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED) {
 		perror("mmap");
 		exit(2);
 	}
-	memset(p, 7, pages * 4096);
+	memset(p, 7, pages * PG);
 	return p;
 }
 
@@ -59,32 +61,32 @@ int main(int argc, char **argv)
 	if (!strcmp(what, "noop")) {
 		char *p = fresh(16);
 		for (long i = 0; i < n; i++)
-			must(mprotect(p, 16 * 4096, PROT_READ | PROT_WRITE), "mprotect");
-		must(mprotect(p, 4096, PROT_READ), "mprotect ro");
-		must(mprotect(p, 4096, PROT_READ | PROT_WRITE), "mprotect rw");
-		must(mlock(p, 8192), "mlock");
-		must(mlock(p, 8192), "mlock again");
-		must(munlock(p, 8192), "munlock");
-		must(munlock(p, 8192), "munlock again");
-		must(madvise(p, 16 * 4096, MADV_DONTDUMP), "madvise");
-		must(madvise(p, 16 * 4096, MADV_DONTDUMP), "madvise again");
+			must(mprotect(p, 16 * PG, PROT_READ | PROT_WRITE), "mprotect");
+		must(mprotect(p, PG, PROT_READ), "mprotect ro");
+		must(mprotect(p, PG, PROT_READ | PROT_WRITE), "mprotect rw");
+		must(mlock(p, 2 * PG), "mlock");
+		must(mlock(p, 2 * PG), "mlock again");
+		must(munlock(p, 2 * PG), "munlock");
+		must(munlock(p, 2 * PG), "munlock again");
+		must(madvise(p, 16 * PG, MADV_DONTDUMP), "madvise");
+		must(madvise(p, 16 * PG, MADV_DONTDUMP), "madvise again");
 		p[0] = 1;
 		printf("noop ok\n");
 	} else if (!strcmp(what, "heap")) {
 		void *h;
-		must(posix_memalign(&h, 4096, 4 * 4096), "posix_memalign");
-		must(mprotect(h, 4096, PROT_READ | PROT_WRITE), "mprotect heap");
-		must(mprotect(h, 4096, PROT_READ | PROT_WRITE), "mprotect heap again");
+		must(posix_memalign(&h, PG, 4 * PG), "posix_memalign");
+		must(mprotect(h, PG, PROT_READ | PROT_WRITE), "mprotect heap");
+		must(mprotect(h, PG, PROT_READ | PROT_WRITE), "mprotect heap again");
 		printf("heap ok\n");
 	} else if (!strcmp(what, "fork")) {
 		char *p = fresh(4);
 		for (int i = 0; i < 3; i++)
-			must(mprotect(p, 4096, PROT_READ | PROT_WRITE), "mprotect");
+			must(mprotect(p, PG, PROT_READ | PROT_WRITE), "mprotect");
 		fflush(stdout);
 		pid_t c = fork();
 		if (c == 0) {
 			for (long i = 0; i < n; i++)
-				must(mprotect(p, 4096, PROT_READ | PROT_WRITE), "child mprotect");
+				must(mprotect(p, PG, PROT_READ | PROT_WRITE), "child mprotect");
 			exit(0);
 		}
 		int st;
@@ -92,16 +94,16 @@ int main(int argc, char **argv)
 		printf("fork ok %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 	} else if (!strcmp(what, "raw")) {
 		char *p = fresh(1);
-		if (raw_mprotect(p, 4096, PROT_READ) != 0)
+		if (raw_mprotect(p, PG, PROT_READ) != 0)
 			return 4;
 		/* mmfold's map still says read-write: this call must reach the
 		 * kernel, or the write below faults. */
-		must(mprotect(p, 4096, PROT_READ | PROT_WRITE), "mprotect");
+		must(mprotect(p, PG, PROT_READ | PROT_WRITE), "mprotect");
 		p[0] = 2;
 		printf("raw ok\n");
 	} else if (!strcmp(what, "quick_exit")) {
 		char *p = fresh(1);
-		must(mprotect(p, 4096, PROT_READ | PROT_WRITE), "mprotect");
+		must(mprotect(p, PG, PROT_READ | PROT_WRITE), "mprotect");
 		_exit(0);
 	} else {
 		fprintf(stderr, "unknown scenario %s\n", what);

@@ -37,7 +37,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define P 4096ul
+#define P ((unsigned long)getpagesize()) /* the system's page size */
 #define K (64ul << 10)
 #define LEN (4 * K)
 

@@ -6,7 +6,9 @@
  * times, for each area: mprotect RW, write a function returning a value that
  * depends on the iteration, mprotect RX, call it.  Then, with every area RX,
  * prints the VMAs over the areas ("vma" lines), probes every area (read,
- * write, execute, each caught by a SIGSEGV handler) and its contents; makes
+ * write, execute, each caught by a SIGSEGV handler; "i" where the execute
+ * probe ran into an invalid instruction, SIGILL: the fetch was allowed, as
+ * on arm64 where a page of zeros is "udf #0") and its contents; makes
  * the even areas RW and probes again.
  *   advice: the program gives its own readahead advice first
  *           (MADV_SEQUENTIAL on area 0) and halfway (MADV_NORMAL on area 1),

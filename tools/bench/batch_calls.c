@@ -18,7 +18,7 @@
 #include "../../include/mmfold.h"
 #include "common.h"
 
-#define PG 4096UL
+#define PG ((unsigned long)getpagesize()) /* the system's page size */
 #define N 64
 
 static volatile int stop;

@@ -17,7 +17,7 @@
 
 #include "common.h"
 
-#define PG 4096UL
+#define PG ((unsigned long)getpagesize()) /* the system's page size */
 
 static char *touched(size_t len)
 {

@@ -47,11 +47,11 @@ static uint64_t rnd(void)
 
 static char *map_aligned(size_t len, size_t align, int prot)
 {
-	if (align <= 4096) {
+	if (align <= (size_t)getpagesize()) {
 		char *p = mmap(NULL, len, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		return p == MAP_FAILED ? NULL : p;
 	}
-	size_t big = len + align - 4096;
+	size_t big = len + align - (size_t)getpagesize();
 	char *p = mmap(NULL, big, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return NULL;
@@ -110,7 +110,7 @@ int main(int argc, char **argv)
 	}
 	if (n > 0 && (lo < 4 || hi < lo))
 		usage();
-	const size_t pg = 4096;
+	const size_t pg = (size_t)getpagesize();
 	const int rw = PROT_READ | PROT_WRITE;
 	size_t count = n > 0 ? n : 1;
 	char **base = calloc(count, sizeof *base);
@@ -131,7 +131,7 @@ int main(int argc, char **argv)
 			die("mmap");
 		advise(base[i], len[i], adv);
 		for (size_t o = 0; o < len[i]; o += pg)
-			base[i][o] = (char)(o >> 12);
+			base[i][o] = (char)(o / pg);
 		bytes += len[i];
 		aligned += ((uintptr_t)base[i] & 0xffff) == 0;
 		if (n > 0) {

@@ -53,7 +53,7 @@ int main(int argc, char **argv)
 	}
 	const char *pat = argv[1], *mem = argv[3];
 	unsigned long k = strtoul(argv[2], NULL, 0), iters = strtoul(argv[4], NULL, 0);
-	size_t C = strcmp(mem, "2m") ? 64u << 10 : 2u << 20, pg = 4096;
+	size_t C = strcmp(mem, "2m") ? 64u << 10 : 2u << 20, pg = (size_t)getpagesize();
 	size_t n = k + (strcmp(pat, "split") ? 1 : 2);
 	if (!strcmp(pat, "widen"))
 		n = 1;

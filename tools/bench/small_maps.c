@@ -40,11 +40,11 @@ static uint64_t rnd(void)
 
 static char *map_aligned(size_t len, size_t align, int prot)
 {
-	if (align <= 4096) {
+	if (align <= (size_t)getpagesize()) {
 		char *p = mmap(NULL, len, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		return p == MAP_FAILED ? NULL : p;
 	}
-	size_t big = len + align - 4096;
+	size_t big = len + align - (size_t)getpagesize();
 	char *p = mmap(NULL, big, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return NULL;
@@ -81,7 +81,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "small_maps: need 4 <= l <= h\n");
 		return 2;
 	}
-	const size_t pg = 4096;
+	const size_t pg = (size_t)getpagesize();
 	unsigned long aligned = 0, best = 0;
 	size_t bytes = 0;
 
@@ -97,7 +97,7 @@ int main(int argc, char **argv)
 		if (huge && madvise(p, len, MADV_HUGEPAGE) != 0)
 			die("madvise");
 		for (size_t o = 0; o < len; o += pg)
-			p[o] = (char)(o >> 12);
+			p[o] = (char)(o / pg);
 		bytes += len;
 		aligned += ((uintptr_t)p & 0xffff) == 0;
 		best += len >> 16;

@@ -68,14 +68,14 @@ int main(int argc, char **argv)
 		return 1;
 	for (unsigned long i = 0; i < nt; i++) {
 		/* A PROT_NONE gap after each range keeps them separate mappings. */
-		char *g = mmap(NULL, LEN + 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		char *g = mmap(NULL, LEN + (size_t)getpagesize(), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (g == MAP_FAILED)
 			die("mmap");
 		a[i].p = mmap(g, LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
 			      -1, 0);
 		if (a[i].p == MAP_FAILED)
 			die("mmap");
-		for (size_t o = 0; o < LEN; o += 4096)
+		for (size_t o = 0; o < LEN; o += (size_t)getpagesize())
 			a[i].p[o] = 1;
 		a[i].calls = 0;
 		if (pthread_create(&th[i], NULL, run, &a[i]) != 0)

@@ -1,0 +1,171 @@
+#!/bin/bash
+# The tests run inside the arm64 VM of make check-arm64-system (started by
+# tests/arm64/vm-init as root, cwd /mmfold: the initramfs that
+# tests/arm64/system.sh built; programs cross-built on the host).
+#
+#   unit-SUITE     the Check runner's suites (CK_RUN_SUITE=SUITE, and
+#                  CK_RUN_CASE for SUITE:CASE), all but
+#                  "tools" (make install, man pages: host work): the shadow
+#                  map, lazy table, configuration, the kernel-view checks
+#                  (verify), and the behaviour suites that run programs
+#                  under LD_PRELOAD (preload: counts, folio placement, batch,
+#                  lazy, shape, the differential walks of tests/preload/
+#                  run.sh; sigchain; wx), on a real arm64 kernel
+#   folios-*       tests/arm64/folios.c with the 64 KiB mTHP size set to
+#                  "always" and then "madvise", without and with mmfold:
+#                  the kernel's own view (pagemap, kpageflags, hugepages-
+#                  64kB/stats) of which blocks got a 64 KiB folio, before and
+#                  after mprotect toggles over every region
+#
+# Settings from /mmfold/vm.conf (written by system.sh): SUITES, FOLIO_ARGS,
+# TIMEOUT_MULT, WALK_SEEDS (tests/preload/run.sh's; it reaches run.sh
+# through the Check runner's environment), FAIL_LINES (of a failed suite's
+# log shown, 60).  Prints PASS/FAIL lines, "# ..." notes, then the sentinel
+# "MMFOLD-ARM64-RESULT: N passed, M failed" that the host script reads.
+set -u
+SUITES="map map_fill lazy config verify preload:behaviour preload:folio preload:batch preload:lazy
+	preload:shape preload:differential preload:profile sigchain wx"
+FOLIO_ARGS="-n 512 -l 64 -h 256 -t 8"
+TIMEOUT_MULT=10
+WALK_SEEDS=6
+# shellcheck source=/dev/null
+[ -f /mmfold/vm.conf ] && . /mmfold/vm.conf
+export WALK_SEEDS
+export MMFOLD_LIB=/mmfold/build/libmmfold.so MMFOLD_BUILD=/mmfold/build TESTS_PREBUILT=1
+export CK_DEFAULT_TIMEOUT=300 CK_TIMEOUT_MULTIPLIER=$TIMEOUT_MULT
+B=/mmfold/build
+OUT=/tmp/out
+mkdir -p "$OUT"
+# shellcheck source=tally.sh
+. /mmfold/tests/arm64/tally.sh
+START=$(cut -d. -f1 /proc/uptime)
+
+echo "# kernel $(uname -r), $(grep -c ^processor /proc/cpuinfo) CPUs"
+"$B/probe" 2>&1 | sed 's/^/# /'
+
+# ---- the Check runner's suites ---------------------------------------------
+for s in $SUITES; do
+	log=$OUT/unit-$s.log
+	t0=$(cut -d. -f1 /proc/uptime)
+	case $s in
+	*:*) run=(env CK_RUN_SUITE="${s%%:*}" CK_RUN_CASE="${s#*:}") ;;
+	*) run=(env CK_RUN_SUITE="$s") ;;
+	esac
+	"${run[@]}" timeout -k 10 $((600 * TIMEOUT_MULT / 5)) "$B/check_mmfold" >"$log" 2>&1
+	rc=$?
+	t1=$(cut -d. -f1 /proc/uptime)
+	summary=$(grep -m1 -E '^[0-9]+%: Checks' "$log")
+	if [ $rc = 0 ]; then
+		ok "unit-$s ($summary; $((t1 - t0)) s)"
+	else
+		bad "unit-$s" "exit $rc: ${summary:-no summary}"
+		# the failures with the lines that follow them (program output)
+		sed -n '/:[EF]:/,$p' "$log" | head -${FAIL_LINES:-60} | sed 's/^/#   /'
+		[ -n "$summary" ] || tail -20 "$log" | sed 's/^/#   /'
+	fi
+done
+
+# ---- folios: the kernel's view ---------------------------------------------
+THP=/sys/kernel/mm/transparent_hugepage
+F=64
+# kv LINE KEY: the value of KEY=... in LINE
+kv() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1; }
+
+# thp MODE: the F kB size in MODE, every other size and the top level never
+thp() {
+	local d
+	echo never >"$THP/enabled"
+	for d in "$THP"/hugepages-*kB; do
+		# (sizes for shmem only have no "enabled")
+		[ -f "$d/enabled" ] && echo never >"$d/enabled"
+	done
+	echo "$1" >"$THP/hugepages-${F}kB/enabled"
+}
+
+# folio NAME [env ...] -- [folios args]: runs it; sets PLACE FAULT TOGGLE
+folio() {
+	local name=$1
+	shift
+	local envs=()
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		envs+=("$1")
+		shift
+	done
+	shift
+	# shellcheck disable=SC2086
+	env "${envs[@]}" "$B/folios" -f $F $FOLIO_ARGS "$@" >"$OUT/$name.out" 2>"$OUT/$name.err"
+	local rc=$?
+	PLACE=$(grep '^place ' "$OUT/$name.out") FAULT=$(grep '^fault ' "$OUT/$name.out")
+	TOGGLE=$(grep '^toggle ' "$OUT/$name.out")
+	sed "s/^/# $name: /" "$OUT/$name.out"
+	if [ $rc != 0 ] || [ -z "$TOGGLE" ]; then
+		bad "$name" "folios exited $rc: $(head -3 "$OUT/$name.err")"
+		return 1
+	fi
+	return 0
+}
+
+# kept NAME: the toggles kept every folio, frame and VMA, and split nothing
+kept() {
+	local f t why=''
+	f=$(kv "$FAULT" folios)
+	t=$(kv "$TOGGLE" folios)
+	[ "$t" = "$f" ] || why="$why folios $f -> $t;"
+	[ "$(kv "$TOGGLE" same_frames)" = "$f" ] || why="$why same frames $(kv "$TOGGLE" same_frames) of $f;"
+	[ "$(kv "$TOGGLE" vmas)" = "$(kv "$TOGGLE" vmas_before)" ] ||
+		why="$why VMAs $(kv "$TOGGLE" vmas_before) -> $(kv "$TOGGLE" vmas);"
+	for k in split split_deferred split_failed; do
+		case $(kv "$TOGGLE" $k) in 0 | na) ;; *) why="$why $k $(kv "$TOGGLE" $k);" ;; esac
+	done
+	if [ -z "$why" ]; then ok "$1-toggle-kept"; else bad "$1-toggle-kept" "$why"; fi
+}
+
+if [ ! -w "$THP/hugepages-${F}kB/enabled" ]; then
+	bad folios "no $THP/hugepages-${F}kB (this kernel has no ${F} KiB mTHP size)"
+else
+	thp always
+	none_f=-1
+	if folio folios-always-none --; then
+		none_f=$(kv "$FAULT" folios)
+		kept folios-always-none
+	fi
+	if folio folios-always-mmfold LD_PRELOAD="$MMFOLD_LIB" --; then
+		p=$(kv "$PLACE" possible) f=$(kv "$FAULT" folios) n=$(kv "$PLACE" regions)
+		if [ "$(kv "$PLACE" aligned)" = "$n" ] && [ "$f" = "$p" ] && [ "$(kv "$PLACE" blocks)" = "$p" ]; then
+			ok "folios-always-mmfold (every one of the $p possible ${F} KiB blocks is a folio)"
+		else
+			bad folios-always-mmfold "aligned $(kv "$PLACE" aligned) of $n regions, folios $f of $p possible"
+		fi
+		kept folios-always-mmfold
+		if [ "$none_f" -ge 0 ] && [ "$none_f" -lt "$f" ]; then
+			ok "folios-always-fewer-without ($none_f without mmfold, $f with)"
+		else
+			bad folios-always-fewer-without "$none_f without mmfold, $f with: want fewer without"
+		fi
+	fi
+
+	thp madvise
+	if folio folios-madvise-none --; then
+		f=$(kv "$FAULT" folios)
+		if [ "$f" = 0 ]; then ok folios-madvise-none; else bad folios-madvise-none "$f folios without advice"; fi
+	fi
+	own_f=-1
+	folio folios-madvise-own -- -H && own_f=$(kv "$FAULT" folios)
+	if folio folios-madvise-mmfold LD_PRELOAD="$MMFOLD_LIB" MMFOLD_THP_MIN=${F}K --; then
+		p=$(kv "$PLACE" possible) f=$(kv "$FAULT" folios)
+		if [ "$f" = "$p" ]; then
+			ok "folios-madvise-mmfold (MMFOLD_THP_MIN=${F}K: all $p)"
+		else
+			bad folios-madvise-mmfold "folios $f of $p possible"
+		fi
+		kept folios-madvise-mmfold
+		if [ "$own_f" -ge 0 ] && [ "$own_f" -lt "$f" ]; then
+			ok "folios-madvise-fewer-own-advice ($own_f with the program's own advice, $f with mmfold's)"
+		else
+			bad folios-madvise-fewer-own-advice "$own_f with the program's advice, $f with mmfold's"
+		fi
+	fi
+fi
+
+echo "# $(($(cut -d. -f1 /proc/uptime) - START)) s in the VM"
+echo "MMFOLD-ARM64-RESULT: $pass passed, $fail failed"
