@@ -2115,6 +2115,8 @@ START_TEST(test_concurrent_readers)
 	for (; ops < C_WRITER_OPS; ops++) {
 		if ((ops & 1023) == 0 && now_ns() - t0 > C_MAX_NS)
 			break;
+		if ((ops & 1023) == 512)
+			sched_yield(); /* let the readers in on a busy machine */
 		int s, e, lo, hi;
 		conc_range(&rng, &s, &e, &lo, &hi);
 		unsigned r = rnd(&rng, 100);
