@@ -151,10 +151,14 @@ else
 	fi
 	own_f=-1
 	folio folios-madvise-own -- -H && own_f=$(kv "$FAULT" folios)
-	if folio folios-madvise-mmfold LD_PRELOAD="$MMFOLD_LIB" MMFOLD_THP_MIN=${F}K --; then
+	# MMFOLD_THP=advise: the default (auto) advises a read-write mapping
+	# only once later calls find it densely touched, which a region that
+	# is mapped, touched once and toggled is not; advise is the rule that
+	# advises every mapping of at least MMFOLD_THP_MIN at once.
+	if folio folios-madvise-mmfold LD_PRELOAD="$MMFOLD_LIB" MMFOLD_THP=advise MMFOLD_THP_MIN=${F}K --; then
 		p=$(kv "$PLACE" possible) f=$(kv "$FAULT" folios)
 		if [ "$f" = "$p" ]; then
-			ok "folios-madvise-mmfold (MMFOLD_THP_MIN=${F}K: all $p)"
+			ok "folios-madvise-mmfold (MMFOLD_THP=advise MMFOLD_THP_MIN=${F}K: all $p)"
 		else
 			bad folios-madvise-mmfold "folios $f of $p possible"
 		fi
