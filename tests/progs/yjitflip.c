@@ -6,7 +6,7 @@
  * Maps 2*MIB MiB read+exec near its own code, makes it RW, fills it with
  * int3 and makes it RX again, as YJIT does at start-up; its halves are the inline and the
  * outlined code block.  ITERS times: writes a function into each block at
- * its write position, making each 4 KiB page the write reaches RW first
+ * its write position, making each page the write reaches RW first
  * (once per page until the next RX, as YJIT's cb_mark_position_writeable
  * does), every 8th time also patches an older page of the inline block,
  * then makes each whole block RX (cb_mark_all_executable) and calls the
@@ -45,7 +45,8 @@
 
 #include "jitcode.h"
 
-#define PG 4096UL
+/* the system's page size (4 KiB on x86-64; 16 KiB or 64 KiB on some arm64 kernels) */
+#define PG ((unsigned long)sysconf(_SC_PAGESIZE))
 #define RW (PROT_READ | PROT_WRITE)
 #define RX (PROT_READ | PROT_EXEC)
 
