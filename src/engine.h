@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base.h"
 #include "config.h"
 #include "map.h"
 #include "stats.h"
@@ -80,15 +81,6 @@ void mmf_atfork_prepare(void);
 void mmf_atfork_parent(void);
 void mmf_atfork_child(void);
 
-/* The current configuration (defaults until early init ran). */
-const struct mmf_config *mmf_cfg(void);
-/* The mode in force (MMF_MODE_*). */
-int mmf_mode(void);
-
-/* Time source for kernel time: cheap ticks, converted when reported. */
-uint64_t mmf_ticks(void);
-uint64_t mmf_ticks_to_ns(uint64_t ticks);
-
 struct mmf_buf;
 /* The large-folio part of the report (settings, kernel counters). */
 void mmf_folio_report(struct mmf_buf *b, int json);
@@ -102,9 +94,6 @@ void mmf_report_as(int fd, int format, int why);
 /* The file of MMFOLD_STATS_FILE (%p: the pid), opened to append, or
  * stderr; *close_it tells whether the caller must close it. */
 int mmf_report_open(int *close_it);
-
-/* Logging to stderr, only as configured; one line, no newline needed. */
-void mmf_log(int level, const char *line);
 
 /* Debug verification against the kernel (verify.c).  Returns 1 when the
  * kernel's view agrees with a skip decision, 0 when it does not, -1 when

@@ -1,0 +1,138 @@
+/* What the engine's files share (base.c, wlock.c, question.c, record.c,
+ * decide.c, lazy.c, lazymode.c, folio.c, life.c, engine.c): their state
+ * and their functions, grouped by the file that defines them.  Not for
+ * preload/ (engine.h is its face) nor for the lower modules.  See
+ * docs/DESIGN.md for the layers and the lock rules. */
+#ifndef MMF_CORE_H
+#define MMF_CORE_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/mman.h>
+
+#include "engine.h"
+#include "folio.h"
+#include "lazy.h"
+#include "map.h"
+#include "stats.h"
+#include "sys.h"
+
+#ifndef MLOCK_ONFAULT
+#define MLOCK_ONFAULT 1
+#endif
+#ifndef MCL_ONFAULT
+#define MCL_ONFAULT 4
+#endif
+#ifndef MREMAP_DONTUNMAP
+#define MREMAP_DONTUNMAP 4
+#endif
+#ifndef MADV_WIPEONFORK
+#define MADV_WIPEONFORK 18
+#define MADV_KEEPONFORK 19
+#endif
+#ifndef PR_SET_MDWE
+#define PR_SET_MDWE 65
+#define PR_GET_MDWE 66
+#endif
+#ifndef PR_SET_THP_DISABLE
+#define PR_SET_THP_DISABLE 41
+#define PR_GET_THP_DISABLE 42
+#endif
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+#ifndef MAP_32BIT
+#define MAP_32BIT 0 /* x86 only */
+#endif
+#define HUGETLBFS_MAGIC_ 0x958458f6
+#define PROT_RWX (PROT_READ | PROT_WRITE | PROT_EXEC)
+
+/* Loads and stores of what signal handlers on this thread also change. */
+#define PLD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define PST(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+
+/* ---- base.c: configuration, mode, page size ----------------------------- */
+extern struct mmf_config cfg;
+extern int mode;    /* MMF_MODE_* */
+extern size_t page; /* the system's page size */
+/* The clock's origin (early init), for mmf_ticks_to_ns. */
+extern uint64_t t0_ticks, t0_ns;
+uint64_t mono_ns(void);
+/* Prints one configuration warning (at most 16). */
+void config_warn(const char *line, void *arg);
+
+/* ---- wlock.c: the shadow map and its writer section ---------------------- */
+extern struct mmf_map map;
+#define PENDING_MAX 8
+struct mmf_pending {
+	int n, all;
+	uint64_t s[PENDING_MAX], e[PENDING_MAX];
+};
+extern __thread volatile int in_write __attribute__((tls_model("initial-exec")));
+extern __thread struct mmf_pending pending __attribute__((tls_model("initial-exec")));
+/* Enters (leaves) a writer section: asynchronous signals blocked, the
+ * map's writer lock held; leaving drains what re-entrant calls changed. */
+void wenter(void);
+void wleave(void);
+/* The signal mask from before the section, put back (a forked child). */
+void async_restore(void);
+/* A re-entrant call changed [s,e) (s | 1: it replaced what lazy mode had
+ * pending there): forgotten before the lock is released. */
+void pending_add(uint64_t s, uint64_t e);
+
+/* ---- question.c: the skip question --------------------------------------- */
+extern int mdwe; /* PR_SET_MDWE in force: W+X requests are checked */
+extern int rie;  /* READ_IMPLIES_EXEC personality: never skip mprotect */
+int span(uint64_t addr, uint64_t len, uint64_t *s, uint64_t *e);
+void touched(const struct mmf_op *op, uint64_t *s, uint64_t *e);
+int mlock_permitted(void);
+int question(const struct mmf_op *op, uint64_t *s, uint64_t *e, struct mmf_want *w);
+
+/* ---- record.c: recording ------------------------------------------------- */
+extern int mlock_seen;      /* some range was ever locked */
+extern uint8_t future_lock; /* mlockall(MCL_FUTURE) state */
+void record(const struct mmf_op *op, long r, const struct mmf_hint *h);
+void reentry_forget(const struct mmf_op *op, long r);
+
+/* ---- decide.c: safe mode's decisions ------------------------------------- */
+extern int verify;
+extern int tracing; /* MMFOLD_LOG=3 */
+long forward(const struct mmf_op *op, struct mmf_tstats *t, uint64_t bytes);
+void trace(const struct mmf_op *op, const char *what, long r);
+long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked);
+
+/* ---- lazy.c: lazy mode's tables and shared state ------------------------- */
+extern int lazy_on; /* lazy mode, tables ready, the fault handler is ours */
+extern struct mmf_lazy lz_prot, lz_unlock, lz_fork;
+extern int lz_blockers; /* threads blocking SIGSEGV/SIGBUS (mmf_lazy_mask) */
+extern __thread int lz_mask __attribute__((tls_model("initial-exec")));
+void lazy_drop(uint64_t s, uint64_t e);
+
+/* ---- lazymode.c: lazy mode's policy -------------------------------------- */
+int lazy_run(struct mmf_op *op, struct mmf_tstats *t, long *res);
+void lazy_before(const struct mmf_op *op);
+int lazy_blocked(void);
+void lazy_start(void);
+
+/* ---- folio.c: large folios' policy and mapping alignment ------------------ */
+extern struct mmf_folio_sys folio;
+extern int thp_active;   /* advise MADV_HUGEPAGE on large anonymous mappings */
+extern int thp_disabled; /* prctl(PR_SET_THP_DISABLE) in force */
+extern int align_active;
+extern uint64_t low_water; /* lowest address an mmap returned */
+extern uint64_t faults0[MMF_FOLIO_SIZES];
+uint64_t align_plan(const struct mmf_op *op);
+long mmap_aligned(const struct mmf_op *op, struct mmf_tstats *t, uint64_t A);
+int mremap_aligned(const struct mmf_op *op, struct mmf_tstats *t, long *res);
+
+/* ---- decide.c (continued) ------------------------------------------------ */
+long run_brk(struct mmf_op *op, struct mmf_tstats *t);
+
+/* ---- life.c: start-up, fork, exit ---------------------------------------- */
+extern int init_state; /* 0 none, 1 running, 2 done, 3 failed (forward all) */
+
+#endif

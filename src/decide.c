@@ -1,0 +1,213 @@
+/* Safe mode's decisions: skip a call the shadow map proves redundant, or
+ * forward it in a writer section and record it; range shaping, W^X and
+ * mapping alignment are asked on the way.  See docs/DESIGN.md. */
+#include "core.h"
+
+#include <sys/mman.h>
+#include <sys/personality.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+
+#include "fmt.h"
+#include "shape.h"
+#include "thp.h"
+#include "wx.h"
+
+int verify;
+int tracing; /* MMFOLD_LOG=3 */
+
+
+/* Kernel time is measured for every call of the first 64 of a kind on a
+ * thread, then for one call in 8, which stands for the 8: reading the clock
+ * twice costs about 2% of a one-page mprotect on a virtual machine. */
+#define TIME_ALL 64
+#define TIME_EVERY 8
+
+long forward(const struct mmf_op *op, struct mmf_tstats *t, uint64_t bytes)
+{
+	uint64_t n = t->v[op->kind][MMF_S_CALLS];
+	long r;
+	if (n <= TIME_ALL || n % TIME_EVERY == 0) {
+		uint64_t t0 = mmf_ticks();
+		r = op->fwd(op);
+		uint64_t dt = mmf_ticks() - t0;
+		mmf_stat_add(t, op->kind, MMF_S_KERNEL_NS, n <= TIME_ALL ? dt : dt * TIME_EVERY);
+	} else {
+		r = op->fwd(op);
+	}
+	mmf_stat_add(t, op->kind, MMF_S_FORWARDED, 1);
+	mmf_stat_add(t, op->kind, MMF_S_BYTES_KERNEL, bytes);
+	if ((unsigned long)r > -4096UL)
+		mmf_stat_add(t, op->kind, MMF_S_ERRORS, 1);
+	return r;
+}
+
+/* MMFOLD_LOG=3: one line per call (debugging). */
+void trace(const struct mmf_op *op, const char *what, long r)
+{
+	char buf[256];
+	MMF_BUF(b, buf);
+	mmf_puts(&b, "mmfold: [");
+	mmf_puti(&b, mmf_sys_gettid());
+	mmf_puts(&b, "] ");
+	mmf_puts(&b, mmf_kind_name(op->kind));
+	for (int i = 0; i < 4; i++) {
+		mmf_putc(&b, i ? ',' : '(');
+		mmf_putx(&b, (uint64_t)op->a[i]);
+	}
+	mmf_puts(&b, ") ");
+	mmf_puts(&b, what);
+	mmf_puts(&b, " = ");
+	mmf_puti(&b, r);
+	mmf_log(3, buf);
+}
+
+/* A call made on behalf of a batch: decided and recorded like any other,
+ * without being counted as a call again. */
+long mmf_apply(struct mmf_op *op)
+{
+	struct mmf_tstats *t = mmf_stats_self();
+	if (in_write) {
+		long r = forward(op, t, (uint64_t)op->a[1]);
+		reentry_forget(op, r);
+		return r;
+	}
+	return decide(op, t, (uint64_t)op->a[1]);
+}
+
+long mmf_forward_counted(const struct mmf_op *op, uint64_t bytes)
+{
+	return forward(op, mmf_stats_self(), bytes);
+}
+
+long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
+{
+	int k = op->kind;
+	if (lazy_on)
+		lazy_before(op);
+	if (k == MMF_K_BRK)
+		return run_brk(op, t);
+
+	uint64_t s, e;
+	struct mmf_want w;
+	struct mmf_hint hint = {NULL, 0, 0, 0, 0};
+	/* W^X (wx.c): a flip of a range relaxed to RWX is answered here;
+	 * any other mprotect on it is forwarded without the skip question. */
+	int wx = k == MMF_K_MPROTECT && mode >= MMF_MODE_SAFE ? mmf_wx_pre(op) : MMF_WX_NONE;
+	if (wx == MMF_WX_TRY_SKIP) {
+		wenter();
+		int skip = mmf_wx_skip(op);
+		wleave();
+		if (skip) {
+			mmf_stat_add(t, k, MMF_S_SKIPPED, 1);
+			if (tracing)
+				trace(op, "skipped (relaxed)", 0);
+			return 0;
+		}
+	}
+	int shape = 0; /* a change on known memory: range shaping may apply */
+	if (wx == MMF_WX_NONE && question(op, &s, &e, &w)) {
+		int v = mmf_map_check_hint(&map, s, e, &w, &hint);
+		shape = v == MMF_CHANGE && mode >= MMF_MODE_SAFE && w.what != MMF_Q_LOCK;
+		/* The range is one record: nothing inside it is already at the
+		 * target, and the model gives widening no credit, so auto would
+		 * forward it as asked; spare the planner's lookups. */
+		if (shape && hint.b && mmf_shape_policy() == MMF_SHAPE_AUTO &&
+		    mmf_shape_cost_default.widen_ns == 0)
+			shape = 0;
+		if (v == MMF_NOOP_PROVEN && op->kind == MMF_K_MLOCK && !mlock_permitted())
+			v = MMF_NOOP_UNPROVEN;
+		if (v == MMF_NOOP_PROVEN && verify) {
+			mmf_event(MMF_E_VERIFY_CHECKS);
+			if (mmf_verify(s, e, &w) == 0) {
+				mmf_event(MMF_E_VERIFY_MISMATCH);
+				char buf[200];
+				MMF_BUF(b, buf);
+				mmf_puts(&b, "mmfold: verify: the kernel disagrees with a skip of ");
+				mmf_puts(&b, mmf_kind_name(k));
+				mmf_puts(&b, " at ");
+				mmf_putx(&b, s);
+				mmf_puts(&b, "-");
+				mmf_putx(&b, e);
+				mmf_log(0, buf);
+				if (verify >= 2)
+					mmf_sys6(SYS_kill, mmf_sys_getpid(), 6 /* SIGABRT */, 0, 0, 0, 0);
+				v = MMF_CHANGE;
+			}
+		}
+		if (v == MMF_NOOP_PROVEN) {
+			mmf_stat_add(t, k, MMF_S_SKIPPED, 1);
+			if (mode >= MMF_MODE_SAFE) {
+				if (tracing)
+					trace(op, "skipped", 0);
+				return 0;
+			}
+		} else if (v == MMF_NOOP_UNPROVEN) {
+			mmf_stat_add(t, k, MMF_S_UNPROVEN, 1);
+		} else if (v == MMF_BUSY) {
+			mmf_event(MMF_E_BUSY);
+		}
+	} else if (k == MMF_K_MADVISE &&
+		   !(((int)op->a[2] == MADV_NORMAL || (int)op->a[2] == MADV_RANDOM ||
+		      (int)op->a[2] == MADV_SEQUENTIAL) && mmf_wx_tracks_readahead())) {
+		/* Advice that changes no tracked flag: no record, no lock
+		 * (readahead advice is tracked while wx.c keeps areas apart). */
+		switch ((int)op->a[2]) {
+		case MADV_DONTNEED: case MADV_FREE: case MADV_WILLNEED: case MADV_COLD:
+		case MADV_PAGEOUT: case MADV_NORMAL: case MADV_RANDOM: case MADV_SEQUENTIAL:
+		case MADV_REMOVE: case 22: case 23: case 24: case 25: case 102: case 103:
+			return forward(op, t, asked);
+		}
+	}
+
+	uint64_t align = (k == MMF_K_MMAP && mode >= MMF_MODE_SAFE) ? align_plan(op) : 0;
+	wenter();
+	long r;
+	if (mode >= MMF_MODE_SAFE)
+		mmf_wx_before(op);
+	if (align)
+		r = mmap_aligned(op, t, align);
+	else if (shape && mmf_shape_forward(&map, op, s, e, &w, t, forward, &r))
+		;
+	else if (!(k == MMF_K_MREMAP && mode >= MMF_MODE_SAFE && mremap_aligned(op, t, &r)))
+		r = forward(op, t, asked);
+	record(op, r, &hint);
+	if (mode >= MMF_MODE_SAFE)
+		mmf_wx_after(op, r);
+	mmf_thp_tick(PLD(thp_disabled));
+	wleave();
+	if (tracing)
+		trace(op, "forwarded", r);
+	return r;
+}
+
+/* brk/sbrk: the heap may shrink over ranges the map knows. */
+long run_brk(struct mmf_op *op, struct mmf_tstats *t)
+{
+	wenter();
+	uint64_t before = (uint64_t)mmf_sys6(SYS_brk, 0, 0, 0, 0, 0, 0);
+	long r = forward(op, t, 0);
+	uint64_t after = (uint64_t)mmf_sys6(SYS_brk, 0, 0, 0, 0, 0, 0);
+	if (after < before) {
+		uint64_t s = (after + page - 1) & ~(uint64_t)(page - 1);
+		uint64_t e = (before + page - 1) & ~(uint64_t)(page - 1);
+		if (s < e)
+			mmf_map_remove(&map, s, e);
+	}
+	wleave();
+	return r;
+}
+
+void mmf_note_prctl(long option, long arg2, long result)
+{
+	if (option == PR_SET_MDWE && result == 0)
+		__atomic_store_n(&mdwe, 1, __ATOMIC_RELAXED);
+	if (option == PR_SET_THP_DISABLE && result == 0)
+		__atomic_store_n(&thp_disabled, arg2 != 0, __ATOMIC_RELAXED);
+}
+
+void mmf_note_personality(unsigned long persona, long result)
+{
+	if (result != -1 && persona != 0xffffffffUL)
+		__atomic_store_n(&rie, (persona & READ_IMPLIES_EXEC) != 0, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,139 @@
+/* The skip question: which range a call touches and what it asks of it,
+ * for the shadow map to answer (safe mode's decisions, lazy mode's and the
+ * recording use it).  See docs/DESIGN.md. */
+#include "core.h"
+
+#include <linux/capability.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+
+
+/* Process facts that decide whether a skip may be trusted. */
+int mdwe;          /* PR_SET_MDWE in force: W+X requests are checked */
+int rie;           /* READ_IMPLIES_EXEC personality: never skip mprotect */
+
+/* ---- helpers ------------------------------------------------------------ */
+
+/* [addr, addr+len) rounded up to pages; 0 when the kernel would reject it
+ * before changing anything (unaligned, empty, wrapping). */
+int span(uint64_t addr, uint64_t len, uint64_t *s, uint64_t *e)
+{
+	if (addr & (page - 1) || len == 0)
+		return 0;
+	uint64_t l = (len + page - 1) & ~(uint64_t)(page - 1);
+	if (l < len || addr + l <= addr)
+		return 0;
+	*s = addr;
+	*e = addr + l;
+	return 1;
+}
+
+/* The widest range a call with these arguments could have touched. */
+void touched(const struct mmf_op *op, uint64_t *s, uint64_t *e)
+{
+	uint64_t a = (uint64_t)op->a[0] & ~(uint64_t)(page - 1);
+	uint64_t l = (uint64_t)op->a[1] + ((uint64_t)op->a[0] - a);
+	*s = a;
+	*e = l ? ((a + l + page - 1) & ~(uint64_t)(page - 1)) : a;
+	if (*e < a || (l && *e == a))
+		*e = UINT64_MAX & ~(uint64_t)(page - 1);
+}
+
+
+/* May a redundant mlock be answered without the kernel?  The kernel still
+ * checks the RLIMIT_MEMLOCK / CAP_IPC_LOCK permission on a no-op, and that
+ * can change after the range was locked. */
+int mlock_permitted(void)
+{
+	struct rlimit rl;
+	if (mmf_sys6(SYS_prlimit64, 0, RLIMIT_MEMLOCK, 0, (long)&rl, 0, 0) == 0 &&
+	    rl.rlim_cur == RLIM_INFINITY)
+		return 1;
+	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct d[2];
+	if (mmf_sys6(SYS_capget, (long)&h, (long)d, 0, 0, 0, 0) != 0)
+		return 0;
+	return (d[CAP_IPC_LOCK / 32].effective >> (CAP_IPC_LOCK % 32)) & 1;
+}
+
+/* The skip question for op, or 0 when the call must be forwarded anyway. */
+int question(const struct mmf_op *op, uint64_t *s, uint64_t *e, struct mmf_want *w)
+{
+	switch (op->kind) {
+	case MMF_K_MPROTECT: {
+		int prot = (int)op->a[2];
+		if ((op->flags & MMF_OPF_PKEY) && (int)op->a[3] != -1)
+			return 0; /* the kernel re-checks that the key is allocated */
+		if (prot & ~PROT_RWX || rie || prot == PROT_EXEC)
+			return 0; /* exec-only may pick a protection key */
+		if (mdwe && (prot & PROT_WRITE) && (prot & PROT_EXEC))
+			return 0;
+		w->what = MMF_Q_PROT;
+		w->prot = (uint8_t)prot;
+		return span((uint64_t)op->a[0], (uint64_t)op->a[1], s, e);
+	}
+	case MMF_K_MADVISE: {
+		static const struct {
+			int adv;
+			uint8_t bit, val;
+		} flags[] = {
+			{MADV_HUGEPAGE, MMF_ADV_HUGEPAGE, 1},   {MADV_NOHUGEPAGE, MMF_ADV_NOHUGEPAGE, 1},
+			{MADV_DONTFORK, MMF_ADV_DONTFORK, 1},   {MADV_DOFORK, MMF_ADV_DONTFORK, 0},
+			{MADV_DONTDUMP, MMF_ADV_DONTDUMP, 1},   {MADV_DODUMP, MMF_ADV_DONTDUMP, 0},
+			{MADV_WIPEONFORK, MMF_ADV_WIPEONFORK, 1}, {MADV_KEEPONFORK, MMF_ADV_WIPEONFORK, 0},
+		};
+		for (unsigned i = 0; i < sizeof flags / sizeof flags[0]; i++)
+			if (flags[i].adv == (int)op->a[2]) {
+				w->what = MMF_Q_ADV;
+				w->adv_bit = flags[i].bit;
+				w->adv_val = flags[i].val;
+				return span((uint64_t)op->a[0], (uint64_t)op->a[1], s, e);
+			}
+		return 0;
+	}
+	case MMF_K_MLOCK:
+	case MMF_K_MUNLOCK: {
+		int fl = (op->flags & MMF_OPF_MLOCK2) ? (int)op->a[2] : 0;
+		if (fl & ~MLOCK_ONFAULT)
+			return 0;
+		uint64_t a = (uint64_t)op->a[0] & ~(uint64_t)(page - 1);
+		uint64_t l = (uint64_t)op->a[1] + ((uint64_t)op->a[0] - a);
+		if (l < (uint64_t)op->a[1])
+			return 0;
+		w->what = MMF_Q_LOCK;
+		w->lock = op->kind == MMF_K_MUNLOCK ? MMF_LOCK_NONE
+			  : fl ? MMF_LOCK_ONFAULT : MMF_LOCK_ON;
+		return span(a, l, s, e);
+	}
+	default:
+		return 0;
+	}
+}
+
+/* The range a call may change or depend on (see engine.h). */
+void mmf_reach(const struct mmf_op *op, uint64_t *s, uint64_t *e)
+{
+	*s = 0;
+	*e = UINT64_MAX;
+	switch (op->kind) {
+	case MMF_K_MMAP:
+		if (!(op->a[3] & (MAP_FIXED | MAP_FIXED_NOREPLACE))) {
+			*e = 0; /* new memory: nothing queued can be there */
+			return;
+		}
+		/* fall through */
+	case MMF_K_MUNMAP: case MMF_K_MPROTECT: case MMF_K_MADVISE: case MMF_K_MLOCK:
+	case MMF_K_MUNLOCK: case MMF_K_MSEAL: {
+		uint64_t a = (uint64_t)op->a[0], l = (uint64_t)op->a[1];
+		a &= ~(uint64_t)(page - 1);
+		uint64_t end = (uint64_t)op->a[0] + l;
+		if (end < a || end + page - 1 < end)
+			return;
+		*s = a;
+		*e = (end + page - 1) & ~(uint64_t)(page - 1);
+		return;
+	}
+	default:
+		return; /* mremap (two ranges), mlockall, brk, ...: everything */
+	}
+}
