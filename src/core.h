@@ -91,6 +91,8 @@ int span(uint64_t addr, uint64_t len, uint64_t *s, uint64_t *e);
 void touched(const struct mmf_op *op, uint64_t *s, uint64_t *e);
 int mlock_permitted(void);
 int question(const struct mmf_op *op, uint64_t *s, uint64_t *e, struct mmf_want *w);
+extern int tracing; /* MMFOLD_LOG=3 */
+void trace(const struct mmf_op *op, const char *what, long r);
 
 /* ---- record.c: recording ------------------------------------------------- */
 extern int mlock_seen;      /* some range was ever locked */
@@ -100,9 +102,7 @@ void reentry_forget(const struct mmf_op *op, long r);
 
 /* ---- decide.c: safe mode's decisions ------------------------------------- */
 extern int verify;
-extern int tracing; /* MMFOLD_LOG=3 */
 long forward(const struct mmf_op *op, struct mmf_tstats *t, uint64_t bytes);
-void trace(const struct mmf_op *op, const char *what, long r);
 long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked);
 
 /* ---- lazy.c: lazy mode's tables and shared state ------------------------- */

@@ -14,7 +14,6 @@
 #include "wx.h"
 
 int verify;
-int tracing; /* MMFOLD_LOG=3 */
 
 
 /* Kernel time is measured for every call of the first 64 of a kind on a
@@ -42,25 +41,6 @@ long forward(const struct mmf_op *op, struct mmf_tstats *t, uint64_t bytes)
 	return r;
 }
 
-/* MMFOLD_LOG=3: one line per call (debugging). */
-void trace(const struct mmf_op *op, const char *what, long r)
-{
-	char buf[256];
-	MMF_BUF(b, buf);
-	mmf_puts(&b, "mmfold: [");
-	mmf_puti(&b, mmf_sys_gettid());
-	mmf_puts(&b, "] ");
-	mmf_puts(&b, mmf_kind_name(op->kind));
-	for (int i = 0; i < 4; i++) {
-		mmf_putc(&b, i ? ',' : '(');
-		mmf_putx(&b, (uint64_t)op->a[i]);
-	}
-	mmf_puts(&b, ") ");
-	mmf_puts(&b, what);
-	mmf_puts(&b, " = ");
-	mmf_puti(&b, r);
-	mmf_log(3, buf);
-}
 
 /* A call made on behalf of a batch: decided and recorded like any other,
  * without being counted as a call again. */

@@ -16,7 +16,7 @@ long mmf_run(struct mmf_op *op)
 			return op->fwd(op); /* another thread is initialising */
 	}
 	if (__builtin_expect(mmf_prof_on, 0) && !(op->flags & MMF_OPF_PROFILED))
-		return mmf_profile_run(op); /* runs op through here again */
+		return mmf_profile_run(op, mmf_run); /* runs op through here again */
 	struct mmf_tstats *t = mmf_stats_self();
 	int k = op->kind;
 	mmf_stat_add(t, k, MMF_S_CALLS, 1);

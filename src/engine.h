@@ -94,6 +94,9 @@ void mmf_report_as(int fd, int format, int why);
 /* The file of MMFOLD_STATS_FILE (%p: the pid), opened to append, or
  * stderr; *close_it tells whether the caller must close it. */
 int mmf_report_open(int *close_it);
+/* The periodic reports' thread when MMFOLD_STATS_INTERVAL is set (late
+ * init, and again in a forked child). */
+void mmf_report_start_periodic(void);
 
 /* Debug verification against the kernel (verify.c).  Returns 1 when the
  * kernel's view agrees with a skip decision, 0 when it does not, -1 when

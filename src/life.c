@@ -97,6 +97,7 @@ void mmf_late_init(void)
 	mmf_batch_late_init();
 	lazy_start();
 	mmf_live_late_init();
+	mmf_report_start_periodic();
 }
 
 /* ---- fork --------------------------------------------------------------- */
@@ -130,6 +131,7 @@ void mmf_atfork_child(void)
 	if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2)
 		return;
 	mmf_live_fork_child();
+	mmf_report_start_periodic();
 	mmf_stats_fork_child();
 	mmf_profile_fork_child();
 	mmf_event(MMF_E_FORKS);

@@ -1,18 +1,16 @@
-/* Live statistics and periodic reports: see live.h. */
+/* Live statistics: see live.h. */
 #include "live.h"
 
 #include <fcntl.h>
-#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 
 #include "../include/mmfold.h"
 #include "config.h"
-#include "engine.h"
+#include "base.h"
 #include "fmt.h"
 #include "stats.h"
 #include "sys.h"
@@ -32,7 +30,6 @@ _Static_assert(sizeof(struct mmf_live_hdr) <= NAMES_OFF, "the header must fit be
 
 static struct mmf_live_hdr *seg;
 static char path[64];
-static int interval;
 
 static void seg_path(char *out, size_t n, long pid)
 {
@@ -186,7 +183,7 @@ void *mmf_live_profile_area(size_t bytes)
 }
 
 /* ns per tick as tick_num / tick_den. */
-static void calibrate(void)
+void mmf_live_calibrate(void)
 {
 	if (!seg)
 		return;
@@ -202,54 +199,6 @@ static void calibrate(void)
 #endif
 }
 
-/* ---- periodic reports ---------------------------------------------------- */
-
-static void *reporter(void *arg)
-{
-	(void)arg;
-	prctl(PR_SET_NAME, "mmfold-stats", 0, 0, 0);
-	struct timespec next;
-	mmf_sys6(SYS_clock_gettime, CLOCK_MONOTONIC, (long)&next, 0, 0, 0, 0);
-	for (;;) {
-		next.tv_sec += interval;
-		while (mmf_sys6(SYS_clock_nanosleep, CLOCK_MONOTONIC, TIMER_ABSTIME, (long)&next, 0, 0,
-				0) == -4 /* EINTR */)
-			;
-		calibrate();
-		int close_it;
-		int fd = mmf_report_open(&close_it);
-		mmf_report_as(fd, MMF_FMT_JSON, MMF_REPORT_PERIODIC);
-		if (close_it)
-			mmf_sys_close(fd);
-	}
-	return NULL;
-}
-
-/* The reporting thread, with every signal blocked: the program's signals
- * go to its own threads. */
-static void start_reporter(void)
-{
-	interval = (int)mmf_cfg()->v[MMF_OPT_STATS_INTERVAL];
-	if (interval <= 0)
-		return;
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pthread_attr_t a;
-	pthread_t t;
-	int ok = pthread_attr_init(&a) == 0;
-	if (ok) {
-		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-		pthread_attr_setstacksize(&a, 256 * 1024);
-		ok = pthread_create(&t, &a, reporter, NULL) == 0;
-		pthread_attr_destroy(&a);
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (!ok)
-		mmf_log(0, "mmfold: MMFOLD_STATS_INTERVAL: cannot start the reporting thread; "
-			   "no periodic reports");
-}
-
 void mmf_live_late_init(void)
 {
 #if defined(__x86_64__)
@@ -258,8 +207,7 @@ void mmf_live_late_init(void)
 		mmf_sys6(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, (long)&ms, 0, 0, 0);
 	}
 #endif
-	calibrate();
-	start_reporter();
+	mmf_live_calibrate();
 }
 
 void mmf_live_fork_child(void)
@@ -287,7 +235,6 @@ void mmf_live_fork_child(void)
 		seg->profile_size = old.profile_size;
 		describe(seg, (int)old.mode);
 	}
-	start_reporter();
 }
 
 void mmf_live_forget(void)
@@ -301,7 +248,7 @@ void mmf_live_forget(void)
 void mmf_live_fini(void)
 {
 	if (seg && path[0]) {
-		calibrate();
+		mmf_live_calibrate();
 		mmf_live_forget();
 	}
 }

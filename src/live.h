@@ -1,5 +1,5 @@
-/* Live statistics (MMFOLD_LIVE=1) and periodic reports
- * (MMFOLD_STATS_INTERVAL=SECONDS).
+/* Live statistics (MMFOLD_LIVE=1).  The periodic reports
+ * (MMFOLD_STATS_INTERVAL=SECONDS) are report.c's.
  *
  * With MMFOLD_LIVE=1 the process-wide totals and every thread's counter
  * block live in a shared file, /dev/shm/mmfold.<pid>, instead of private
@@ -54,14 +54,15 @@ int mmf_live_init(int mode);
 #define MMF_LIVE_PROFILE_MAX (1u << 20)
 void *mmf_live_profile_area(size_t bytes);
 /* From the constructor: the time-stamp counter's rate for kernel time (on
- * x86_64 measured over 1 ms), and the periodic reports' thread when
- * MMFOLD_STATS_INTERVAL is set. */
+ * x86_64 measured over 1 ms). */
 void mmf_live_late_init(void);
 /* In a forked child: its own segment (mapped where the parent's was, so
- * the counter blocks stay where they are), its own report thread. */
+ * the counter blocks stay where they are). */
 void mmf_live_fork_child(void);
 /* At exit: removes the segment's file (the memory stays mapped). */
 void mmf_live_fini(void);
+/* The segment's ns-per-tick, measured now (the periodic reports). */
+void mmf_live_calibrate(void);
 /* The same from _exit (raw system calls only, async-signal-safe); nothing
  * in a vfork child (another pid in the same memory). */
 void mmf_live_forget(void);

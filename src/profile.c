@@ -260,13 +260,13 @@ static __thread struct {
 	uint64_t inner[NEST_MAX][NF];
 } nest __attribute__((tls_model("initial-exec")));
 
-long mmf_profile_run(struct mmf_op *op)
+long mmf_profile_run(struct mmf_op *op, long (*run)(struct mmf_op *))
 {
 	op->flags |= MMF_OPF_PROFILED;
 	int d = nest.n;
 	if (d >= NEST_MAX) {
 		ADD(lost, 1);
-		return mmf_run(op);
+		return run(op);
 	}
 	int k = op->kind, insig = 0;
 	struct site *s = NULL;
@@ -294,7 +294,7 @@ long mmf_profile_run(struct mmf_op *op)
 	for (int f = 0; f < NF; f++)
 		v0[f] = LD(t->v[k][fields[f]]);
 	FENCE();
-	long r = mmf_run(op);
+	long r = run(op);
 	uint32_t g;
 	do {
 		g = LD(nest.gen[d]);

@@ -31,12 +31,12 @@ int mmf_profile_init(int top, int depth);
 typedef int (*mmf_backtrace_fn)(void **ips, int n);
 void mmf_profile_set_unwinder(mmf_backtrace_fn bt, const void *lib_in_unwinder);
 
-/* Runs op through mmf_run (with MMF_OPF_PROFILED set) and adds what the
+/* Runs op through run, the dispatcher (with MMF_OPF_PROFILED set) and adds what the
  * call did (the change of this thread's counters for its kind) to its site.
  * Async-signal-safe as far as unw_backtrace is; a call made while this
  * thread is already unwinding (a signal handler, or the unwinder's own
  * mmap) is run unprofiled and counted as lost.  errno is preserved. */
-long mmf_profile_run(struct mmf_op *op);
+long mmf_profile_run(struct mmf_op *op, long (*run)(struct mmf_op *));
 
 /* In a forked child: the child starts from an empty profile. */
 void mmf_profile_fork_child(void);

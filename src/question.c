@@ -7,10 +7,13 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 
+#include "fmt.h"
+
 
 /* Process facts that decide whether a skip may be trusted. */
 int mdwe;          /* PR_SET_MDWE in force: W+X requests are checked */
 int rie;           /* READ_IMPLIES_EXEC personality: never skip mprotect */
+int tracing; /* MMFOLD_LOG=3 */
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -136,4 +139,24 @@ void mmf_reach(const struct mmf_op *op, uint64_t *s, uint64_t *e)
 	default:
 		return; /* mremap (two ranges), mlockall, brk, ...: everything */
 	}
+}
+
+/* MMFOLD_LOG=3: one line per call (debugging). */
+void trace(const struct mmf_op *op, const char *what, long r)
+{
+	char buf[256];
+	MMF_BUF(b, buf);
+	mmf_puts(&b, "mmfold: [");
+	mmf_puti(&b, mmf_sys_gettid());
+	mmf_puts(&b, "] ");
+	mmf_puts(&b, mmf_kind_name(op->kind));
+	for (int i = 0; i < 4; i++) {
+		mmf_putc(&b, i ? ',' : '(');
+		mmf_putx(&b, (uint64_t)op->a[i]);
+	}
+	mmf_puts(&b, ") ");
+	mmf_puts(&b, what);
+	mmf_puts(&b, " = ");
+	mmf_puti(&b, r);
+	mmf_log(3, buf);
 }

@@ -3,11 +3,15 @@
 #include "config.h"
 #include "engine.h"
 #include "fmt.h"
+#include "live.h"
 #include "profile.h"
 #include "sys.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 
@@ -196,4 +200,54 @@ void mmf_report_as(int fd, int format, int why)
 	mmf_sys_write_all(fd, b.p, b.len);
 	if (big)
 		mmf_sys_munmap(b.p, big);
+}
+
+/* ---- periodic reports ---------------------------------------------------- */
+
+static int interval;
+
+static void *reporter(void *arg)
+{
+	(void)arg;
+	prctl(PR_SET_NAME, "mmfold-stats", 0, 0, 0);
+	struct timespec next;
+	mmf_sys6(SYS_clock_gettime, CLOCK_MONOTONIC, (long)&next, 0, 0, 0, 0);
+	for (;;) {
+		next.tv_sec += interval;
+		while (mmf_sys6(SYS_clock_nanosleep, CLOCK_MONOTONIC, TIMER_ABSTIME, (long)&next, 0, 0,
+				0) == -4 /* EINTR */)
+			;
+		mmf_live_calibrate();
+		int close_it;
+		int fd = mmf_report_open(&close_it);
+		mmf_report_as(fd, MMF_FMT_JSON, MMF_REPORT_PERIODIC);
+		if (close_it)
+			mmf_sys_close(fd);
+	}
+	return NULL;
+}
+
+/* The reporting thread, with every signal blocked: the program's signals
+ * go to its own threads. */
+void mmf_report_start_periodic(void)
+{
+	interval = (int)mmf_cfg()->v[MMF_OPT_STATS_INTERVAL];
+	if (interval <= 0)
+		return;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_t a;
+	pthread_t t;
+	int ok = pthread_attr_init(&a) == 0;
+	if (ok) {
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		pthread_attr_setstacksize(&a, 256 * 1024);
+		ok = pthread_create(&t, &a, reporter, NULL) == 0;
+		pthread_attr_destroy(&a);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!ok)
+		mmf_log(0, "mmfold: MMFOLD_STATS_INTERVAL: cannot start the reporting thread; "
+			   "no periodic reports");
 }
