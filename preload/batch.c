@@ -2,7 +2,6 @@
 #include <sys/mman.h>
 
 #include "../include/mmfold.h"
-#include "../src/batch.h"
 #include "next.h"
 
 static int done(long r, const struct mmf_batch_err *x, struct mmfold_batch_error *err)

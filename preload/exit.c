@@ -8,7 +8,6 @@
 #include <dlfcn.h>
 #include <sys/syscall.h>
 
-#include "../src/live.h"
 #include "next.h"
 
 static void (*next_exit)(int);

@@ -3,7 +3,6 @@
 
 #include "../include/mmfold.h"
 #include "next.h"
-#include "../src/sigchain.h"
 
 static void prepare(void) { mmf_atfork_prepare(); }
 static void parent(void) { mmf_atfork_parent(); }
@@ -27,9 +26,8 @@ MMF_EXPORT const char *mmfold_version(void) { return MMFOLD_VERSION; }
 
 MMF_EXPORT const char *mmfold_mode(void)
 {
-	static const char *const names[] = {"off", "observe", "safe", "lazy"};
 	mmf_early_init();
-	return names[mmf_mode()];
+	return mmf_mode_name(mmf_mode());
 }
 
 MMF_EXPORT int mmfold_stats_write(int fd, int format)

@@ -5,10 +5,6 @@
 
 #include "next.h"
 
-#ifndef SYS_mseal
-#define SYS_mseal 462
-#endif
-
 static long fwd_mmap(const struct mmf_op *o)
 {
 	if (mmf_next_ready() && mmf_next.mmap)

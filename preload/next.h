@@ -11,12 +11,17 @@
 #include <signal.h>
 #include <stddef.h>
 #include <sys/types.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 
 #include "../src/engine.h"
-#include "../src/sys.h"
 
 #define MMF_EXPORT __attribute__((visibility("default")))
+
+/* System call numbers older headers lack (the wrappers and syscall()). */
+#ifndef SYS_mseal
+#define SYS_mseal 462
+#endif
 
 #define MMF_NEXT_SYMBOLS(X)                                                    \
 	X(mmap, void *, (void *, size_t, int, int, int, off_t))                \

@@ -11,7 +11,6 @@
 #include <sys/uio.h>
 
 #include "next.h"
-#include "../src/sigchain.h"
 
 #define NEXT(name)                                                             \
 	(mmf_next_ready() ? mmf_next.name : (__typeof__(mmf_next.name))dlsym(RTLD_NEXT, #name))

@@ -21,7 +21,6 @@
 #include <time.h>
 
 #include "next.h"
-#include "../src/stats.h"
 
 /* <stdio.h> may define these as macros when optimising. */
 #undef fread_unlocked

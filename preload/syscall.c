@@ -4,11 +4,6 @@
 #include <sys/syscall.h>
 
 #include "next.h"
-#include "../src/sigchain.h"
-
-#ifndef SYS_mseal
-#define SYS_mseal 462
-#endif
 
 static long fwd_syscall(const struct mmf_op *o)
 {

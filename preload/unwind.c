@@ -8,7 +8,6 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
-#include "../src/profile.h"
 #include "next.h"
 
 #define MMF_LIBUNWIND "libunwind.so.8"

@@ -1,5 +1,5 @@
 /* Batches (include/mmfold.h): per-thread queues of mprotect/madvise calls
- * applied together, merged.  See DESIGN.md 5. */
+ * applied together, merged.  See docs/DESIGN.md 5. */
 #ifndef MMF_BATCH_H
 #define MMF_BATCH_H
 

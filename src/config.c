@@ -17,9 +17,14 @@ static const struct opt opts[MMF_OPT_COUNT] = {
 #undef X
 };
 
-const char *mmf_config_name(int opt)
+const char *mmf_mode_name(int mode)
 {
-	return opt >= 0 && opt < MMF_OPT_COUNT ? opts[opt].name : "";
+	static const char *const names[] = {
+#define X(id, name) name,
+		MMF_MODES(X)
+#undef X
+	};
+	return mode >= 0 && mode < MMF_MODE_COUNT ? names[mode] : "";
 }
 
 /* Strict decimal (or 0x hex) parse of the whole string. */

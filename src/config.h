@@ -5,7 +5,19 @@
 
 #include <stddef.h>
 
-enum { MMF_MODE_OFF, MMF_MODE_OBSERVE, MMF_MODE_SAFE, MMF_MODE_LAZY };
+/* The modes (MMFOLD_MODE), in order: the one list of their names. */
+#define MMF_MODES(X) X(OFF, "off") X(OBSERVE, "observe") X(SAFE, "safe") X(LAZY, "lazy")
+enum {
+#define X(id, name) MMF_MODE_##id,
+	MMF_MODES(X)
+#undef X
+	MMF_MODE_COUNT
+};
+/* "off|observe|safe|lazy", for MMF_OPTIONS' choices. */
+#define MMF_MODE_CHOICE_(id, name) "|" name
+#define MMF_MODE_CHOICES (("" MMF_MODES(MMF_MODE_CHOICE_)) + 1)
+/* The name of a mode ("" when out of range). */
+const char *mmf_mode_name(int mode);
 enum { MMF_FMT_TEXT, MMF_FMT_JSON };
 enum { MMF_THP_OFF, MMF_THP_AUTO, MMF_THP_ADVISE };
 enum { MMF_SIGCHAIN_AUTO, MMF_SIGCHAIN_ON };
@@ -22,7 +34,7 @@ enum { MMF_WX_KEEP, MMF_WX_RELAX, MMF_WX_OFF };
  * Z a size in bytes in [min,max] (suffixes K, M, G: powers of 1024),
  * A "auto", "off" or a power-of-two size in [min,max] (MMF_ALIGN_*). */
 #define MMF_OPTIONS(X)                                                         \
-	X(MODE, "MMFOLD_MODE", 'E', MMF_MODE_SAFE, 0, 0, "off|observe|safe|lazy") \
+	X(MODE, "MMFOLD_MODE", 'E', MMF_MODE_SAFE, 0, 0, MMF_MODE_CHOICES)       \
 	X(STATS, "MMFOLD_STATS", 'B', 0, 0, 1, NULL)                           \
 	X(STATS_FILE, "MMFOLD_STATS_FILE", 'S', 0, 0, 0, NULL)                 \
 	X(STATS_FORMAT, "MMFOLD_STATS_FORMAT", 'E', MMF_FMT_TEXT, 0, 0, "text|json") \
@@ -64,8 +76,5 @@ struct mmf_config {
  * no stdio.  Returns the number of problems. */
 int mmf_config_parse(struct mmf_config *c, char *const *envp,
 		     void (*warn)(const char *line, void *arg), void *arg);
-
-/* The variable name of an option (for messages and documentation tests). */
-const char *mmf_config_name(int opt);
 
 #endif

@@ -22,10 +22,9 @@ long mmf_run(struct mmf_op *op)
 	mmf_stat_add(t, k, MMF_S_CALLS, 1);
 	/* Which argument is the length, per kind (-1: none). */
 	static const signed char len_arg[MMF_K_COUNT] = {
-		[MMF_K_MMAP] = 1, [MMF_K_MUNMAP] = 1, [MMF_K_MREMAP] = 2, [MMF_K_MPROTECT] = 1,
-		[MMF_K_PKEY_MPROTECT] = 1, [MMF_K_MADVISE] = 1, [MMF_K_PROCESS_MADVISE] = -1,
-		[MMF_K_MLOCK] = 1, [MMF_K_MUNLOCK] = 1, [MMF_K_MLOCKALL] = -1,
-		[MMF_K_MUNLOCKALL] = -1, [MMF_K_MSEAL] = 1, [MMF_K_BRK] = -1, [MMF_K_SHMAT] = -1,
+#define X(id, name, len) len,
+		MMF_KINDS(X)
+#undef X
 	};
 	uint64_t asked = len_arg[k] < 0 ? 0 : (uint64_t)op->a[len_arg[k]];
 	if (asked > (1ull << 47))

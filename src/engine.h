@@ -105,4 +105,15 @@ int mmf_verify(uint64_t start, uint64_t end, const struct mmf_want *w);
 /* The same from /proc/self/smaps only (what kernels before 6.11 get). */
 int mmf_verify_smaps(uint64_t start, uint64_t end, const struct mmf_want *w);
 
+/* The rest of the engine's face for preload/, which includes this header
+ * and no other from src/: batches (mmfold_batch_*), the signal chain
+ * (sigaction and fault handlers), the call-site profile's unwinder, the
+ * live segment's exit step, and the raw system calls (the fallback of
+ * every wrapper before the next symbol is known). */
+#include "batch.h"
+#include "live.h"
+#include "profile.h"
+#include "sigchain.h"
+#include "sys.h"
+
 #endif

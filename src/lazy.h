@@ -1,5 +1,5 @@
 /* Lazy mode's pending table: ranges whose change was asked for and not yet
- * made (DESIGN.md 5).  A sorted array of non-overlapping ranges, each with
+ * made (docs/DESIGN.md 5).  A sorted array of non-overlapping ranges, each with
  * the value asked for (a protection for deferred promotions; 0 for deferred
  * munlocks).  One writer at a time (the engine holds the map's writer
  * lock); readers take no lock and validate with a sequence counter, so the

@@ -78,11 +78,10 @@ void mmf_early_init(void)
 	if (cfg.v[MMF_OPT_LOG] >= 2) {
 		char buf[200];
 		MMF_BUF(b, buf);
-		static const char *const names[] = {"off", "observe", "safe", "lazy"};
 		mmf_puts(&b, "mmfold: pid ");
 		mmf_puti(&b, mmf_sys_getpid());
 		mmf_puts(&b, ", mode ");
-		mmf_puts(&b, names[mode]);
+		mmf_puts(&b, mmf_mode_name(mode));
 		mmf_puts(&b, verify ? ", verify on" : "");
 		mmf_log(2, buf);
 	}

@@ -89,7 +89,6 @@ static void put_names(struct mmf_buf *b, const char *key, const char *(*name)(in
 /* Fills the header and the names of a zeroed segment. */
 static void describe(struct mmf_live_hdr *h, int mode)
 {
-	static const char *const modes[] = {"off", "observe", "safe", "lazy"};
 	h->version = MMF_LIVE_VERSION;
 	h->hdr_size = sizeof *h;
 	h->pid = mmf_sys_getpid();
@@ -110,7 +109,7 @@ static void describe(struct mmf_live_hdr *h, int mode)
 	h->chunk_size = CHUNK_SIZE;
 	struct mmf_buf b = {(char *)h + NAMES_OFF, 0, TOTALS_OFF - NAMES_OFF - 1};
 	mmf_puts(&b, "version=" MMFOLD_VERSION "\nmode=");
-	mmf_puts(&b, modes[mode & 3]);
+	mmf_puts(&b, mmf_mode_name(mode & 3));
 	mmf_putc(&b, '\n');
 	put_names(&b, "kinds", mmf_kind_name, MMF_K_COUNT);
 	put_names(&b, "fields", mmf_field_name, MMF_S_COUNT);

@@ -1,4 +1,4 @@
-/* Call-site profile (MMFOLD_PROFILE=N, DESIGN.md 6).  Every call mmfold
+/* Call-site profile (MMFOLD_PROFILE=N, docs/DESIGN.md 5).  Every call mmfold
  * counts is attributed to its call site: the first frame of its backtace
  * (libunwind's unw_backtrace) outside libc, libpthread, ld.so, libunwind and
  * mmfold.  Sites are interned per call kind in a fixed open-addressing table

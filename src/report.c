@@ -17,15 +17,13 @@
 
 #include "../include/mmfold.h"
 
-static const char *const mode_names[] = {"off", "observe", "safe", "lazy"};
-
 static void text(struct mmf_buf *b, const struct mmf_tstats *s, const uint64_t *ev,
 		 uint32_t threads)
 {
 	mmf_puts(b, "mmfold " MMFOLD_VERSION ": pid ");
 	mmf_puti(b, mmf_sys_getpid());
 	mmf_puts(b, ", mode ");
-	mmf_puts(b, mode_names[mmf_mode()]);
+	mmf_puts(b, mmf_mode_name(mmf_mode()));
 	mmf_puts(b, ", threads ");
 	mmf_putu(b, threads);
 	mmf_putc(b, '\n');
@@ -106,7 +104,7 @@ static void json(struct mmf_buf *b, const struct mmf_tstats *s, const uint64_t *
 	mmf_puts(b, "\",\"time\":");
 	mmf_putu(b, (uint64_t)now.tv_sec);
 	mmf_puts(b, ",\"mode\":\"");
-	mmf_puts(b, mode_names[mmf_mode()]);
+	mmf_puts(b, mmf_mode_name(mmf_mode()));
 	mmf_puts(b, "\",\"threads\":");
 	mmf_putu(b, threads);
 	mmf_puts(b, ",\"kinds\":{");

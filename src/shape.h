@@ -1,4 +1,4 @@
-/* Range shaping (DESIGN.md 4): before a call that changes something is
+/* Range shaping (docs/DESIGN.md 5): before a call that changes something is
  * forwarded, its range may be trimmed to the pages that change (one call
  * without an unchanged prefix and suffix, or one call per changing run) or
  * widened to large-folio boundaries over pages that already have the

@@ -1,5 +1,5 @@
 /* Signal chaining: mmfold's own SIGSEGV/SIGBUS handler runs first, while
- * the program believes its own handler is installed (DESIGN.md 5).
+ * the program believes its own handler is installed (docs/DESIGN.md 5).
  *
  * After a claim, the kernel's action for SIGSEGV and SIGBUS is mmfold's
  * handler; the program's sigaction/signal/rt_sigaction calls for them are

@@ -63,7 +63,7 @@ static pthread_key_t exit_key;
 static int have_key;
 
 static const char *const kind_names[] = {
-#define X(id, name) name,
+#define X(id, name, len) name,
 	MMF_KINDS(X)
 #undef X
 };

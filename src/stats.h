@@ -6,13 +6,16 @@
 
 #include <stdint.h>
 
+/* X(id, name, len): the call kinds, in the reports' order; len is the
+ * argument that holds the length the caller asked for (-1: none), for the
+ * bytes_asked counter. */
 #define MMF_KINDS(X)                                                           \
-	X(MMAP, "mmap") X(MUNMAP, "munmap") X(MREMAP, "mremap")                \
-	X(MPROTECT, "mprotect") X(PKEY_MPROTECT, "pkey_mprotect")              \
-	X(MADVISE, "madvise") X(PROCESS_MADVISE, "process_madvise")            \
-	X(MLOCK, "mlock") X(MUNLOCK, "munlock") X(MLOCKALL, "mlockall")        \
-	X(MUNLOCKALL, "munlockall") X(MSEAL, "mseal") X(BRK, "brk")            \
-	X(SHMAT, "shmat")
+	X(MMAP, "mmap", 1) X(MUNMAP, "munmap", 1) X(MREMAP, "mremap", 2)       \
+	X(MPROTECT, "mprotect", 1)                                             \
+	X(MADVISE, "madvise", 1) X(PROCESS_MADVISE, "process_madvise", -1)     \
+	X(MLOCK, "mlock", 1) X(MUNLOCK, "munlock", 1) X(MLOCKALL, "mlockall", -1) \
+	X(MUNLOCKALL, "munlockall", -1) X(MSEAL, "mseal", 1) X(BRK, "brk", -1) \
+	X(SHMAT, "shmat", -1)
 
 /* calls: calls seen; forwarded: passed to the kernel; skipped: answered
  * without a system call (in observe mode: would have been); unproven: looked
@@ -26,7 +29,7 @@
 	X(BYTES_KERNEL, "bytes_kernel") X(KERNEL_NS, "kernel_ns")
 
 enum {
-#define X(id, name) MMF_K_##id,
+#define X(id, name, len) MMF_K_##id,
 	MMF_KINDS(X)
 #undef X
 	MMF_K_COUNT

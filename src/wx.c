@@ -147,7 +147,6 @@ static int touched(const struct mmf_op *op, uint64_t s[2], uint64_t e[2])
 	uint64_t pg = env.page;
 	switch (op->kind) {
 	case MMF_K_MPROTECT:
-	case MMF_K_PKEY_MPROTECT:
 	case MMF_K_MUNMAP:
 	case MMF_K_MSEAL:
 		n = span((uint64_t)op->a[0], (uint64_t)op->a[1], &s[0], &e[0]);

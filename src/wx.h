@@ -1,4 +1,4 @@
-/* W^X flips (DESIGN.md 5): JITs that flip code areas between RW and RX.
+/* W^X flips (docs/DESIGN.md 5): JITs that flip code areas between RW and RX.
  *
  * Flips are recognised by shape, on owned memory, MMF_WX_DETECT times:
  *   an area:   mprotect turned the same range from RW to RX or back (LuaJIT;

@@ -45,7 +45,7 @@ int mmf_wx_tracks_readahead(void) { return active && env.mode == MMF_WX_KEEP; }
 
 int is_mprotect(const struct mmf_op *op)
 {
-	return op->kind == MMF_K_MPROTECT || op->kind == MMF_K_PKEY_MPROTECT;
+	return op->kind == MMF_K_MPROTECT;
 }
 
 /* A RW<->RX flip: mprotect (or pkey_mprotect with key -1) to exactly RW or RX. */
