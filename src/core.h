@@ -105,10 +105,34 @@ extern int verify;
 long forward(const struct mmf_op *op, struct mmf_tstats *t, uint64_t bytes);
 long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked);
 
-/* ---- lazy.c: lazy mode's tables and shared state ------------------------- */
-extern int lazy_on; /* lazy mode, tables ready, the fault handler is ours */
-extern struct mmf_lazy lz_prot, lz_unlock, lz_fork;
-extern int lz_blockers; /* threads blocking SIGSEGV/SIGBUS (mmf_lazy_mask) */
+/* ---- lazy.c: lazy mode's state and tables -------------------------------- */
+/* Lazy mode's state, one instance (lazy_state); the tables and the map
+ * change only under the writer lock; the fields read without it are
+ * loaded atomically. */
+struct mmf_lazy_state {
+	int on; /* lazy mode, tables ready, the fault handler is ours */
+	struct mmf_lazy prot;   /* deferred promotions (want: the protection) */
+	struct mmf_lazy unlock; /* deferred munlocks */
+	/* MADV_DONTFORK (want 1) / MADV_DOFORK (want 0): VMA flags that matter
+	 * only at fork, made before it in one process_madvise per advice. */
+	struct mmf_lazy fork;
+	int blockers; /* threads blocking SIGSEGV/SIGBUS (mmf_lazy_mask) */
+	/* Some promotion was deferred once (the fault handler has nothing to
+	 * do before that); promotions made so far (lazy_fault's comment). */
+	int ever;
+	uint64_t made;
+	/* A deferred promotion was refused when it was made: nothing more is
+	 * deferred (see lazy_refused). */
+	int broken;
+	/* Of 1024, the share of recent deferred promotions that were touched
+	 * (lazy_may_defer); sample counts the eager ones. */
+	uint32_t touched, sample;
+	uint32_t touched_max; /* MMFOLD_LAZY_TOUCHED percent of 1024 */
+	/* vm.overcommit_memory and vm.max_map_count, read when lazy mode starts. */
+	int overcommit;
+	uint64_t max_maps;
+};
+extern struct mmf_lazy_state lazy_state;
 extern __thread int lz_mask __attribute__((tls_model("initial-exec")));
 void lazy_drop(uint64_t s, uint64_t e);
 
@@ -119,15 +143,21 @@ int lazy_blocked(void);
 void lazy_start(void);
 
 /* ---- folio.c: large folios' policy and mapping alignment ------------------ */
-extern struct mmf_folio_sys folio;
-extern int thp_active;   /* advise MADV_HUGEPAGE on large anonymous mappings */
-extern int thp_disabled; /* prctl(PR_SET_THP_DISABLE) in force */
-extern int align_active;
-extern uint64_t low_water; /* lowest address an mmap returned */
-extern uint64_t faults0[MMF_FOLIO_SIZES];
-uint64_t align_plan(const struct mmf_op *op);
-long mmap_aligned(const struct mmf_op *op, struct mmf_tstats *t, uint64_t A);
-int mremap_aligned(const struct mmf_op *op, struct mmf_tstats *t, long *res);
+/* Large folios: the system's settings and the policy in force. */
+struct mmf_folio_policy {
+	struct mmf_folio_sys sys;
+	int thp_active;     /* advise MADV_HUGEPAGE on large anonymous mappings */
+	int thp_disabled;   /* prctl(PR_SET_THP_DISABLE) in force */
+	int align_active;
+	uint64_t low_water; /* lowest address an mmap returned: next guesses go below */
+	uint64_t faults0[MMF_FOLIO_SIZES]; /* anon_fault_alloc at start-up */
+};
+extern struct mmf_folio_policy folio_policy;
+uint64_t align_plan(struct mmf_folio_policy *fp, const struct mmf_op *op);
+long mmap_aligned(struct mmf_folio_policy *fp, const struct mmf_op *op, struct mmf_tstats *t,
+		  uint64_t A);
+int mremap_aligned(struct mmf_folio_policy *fp, const struct mmf_op *op, struct mmf_tstats *t,
+		   long *res);
 
 /* ---- decide.c (continued) ------------------------------------------------ */
 long run_brk(struct mmf_op *op, struct mmf_tstats *t);

@@ -63,7 +63,7 @@ long mmf_forward_counted(const struct mmf_op *op, uint64_t bytes)
 long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 {
 	int k = op->kind;
-	if (lazy_on)
+	if (lazy_state.on)
 		lazy_before(op);
 	if (k == MMF_K_BRK)
 		return run_brk(op, t);
@@ -140,21 +140,21 @@ long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 		}
 	}
 
-	uint64_t align = (k == MMF_K_MMAP && mode >= MMF_MODE_SAFE) ? align_plan(op) : 0;
+	uint64_t align = (k == MMF_K_MMAP && mode >= MMF_MODE_SAFE) ? align_plan(&folio_policy, op) : 0;
 	wenter();
 	long r;
 	if (mode >= MMF_MODE_SAFE)
 		mmf_wx_before(op);
 	if (align)
-		r = mmap_aligned(op, t, align);
+		r = mmap_aligned(&folio_policy, op, t, align);
 	else if (shape && mmf_shape_forward(&map, op, s, e, &w, t, forward, &r))
 		;
-	else if (!(k == MMF_K_MREMAP && mode >= MMF_MODE_SAFE && mremap_aligned(op, t, &r)))
+	else if (!(k == MMF_K_MREMAP && mode >= MMF_MODE_SAFE && mremap_aligned(&folio_policy, op, t, &r)))
 		r = forward(op, t, asked);
 	record(op, r, &hint);
 	if (mode >= MMF_MODE_SAFE)
 		mmf_wx_after(op, r);
-	mmf_thp_tick(PLD(thp_disabled));
+	mmf_thp_tick(PLD(folio_policy.thp_disabled));
 	wleave();
 	if (tracing)
 		trace(op, "forwarded", r);
@@ -183,7 +183,7 @@ void mmf_note_prctl(long option, long arg2, long result)
 	if (option == PR_SET_MDWE && result == 0)
 		__atomic_store_n(&mdwe, 1, __ATOMIC_RELAXED);
 	if (option == PR_SET_THP_DISABLE && result == 0)
-		__atomic_store_n(&thp_disabled, arg2 != 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&folio_policy.thp_disabled, arg2 != 0, __ATOMIC_RELAXED);
 }
 
 void mmf_note_personality(unsigned long persona, long result)

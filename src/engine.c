@@ -48,7 +48,7 @@ long mmf_run(struct mmf_op *op)
 		if (mmf_batch_intercept(op, &r))
 			return r;
 	}
-	if (lazy_on && !mmf_lazy_hold && !lazy_blocked()) {
+	if (lazy_state.on && !mmf_lazy_hold && !lazy_blocked()) {
 		long r;
 		if (lazy_run(op, t, &r))
 			return r;

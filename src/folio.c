@@ -216,23 +216,18 @@ long mmf_folio_anon_huge(void)
 
 /* ---- the policy in force ------------------------------------------------ */
 
-/* Large folios (folio.c): the system's settings and the policy in force. */
-struct mmf_folio_sys folio;
-int thp_active;     /* advise MADV_HUGEPAGE on large anonymous mappings */
-int thp_disabled;   /* prctl(PR_SET_THP_DISABLE) in force */
-int align_active;
-uint64_t low_water; /* lowest address an mmap returned: next guesses go below */
-uint64_t faults0[MMF_FOLIO_SIZES];
+/* Large folios' state (core.h), given to the alignment functions. */
+struct mmf_folio_policy folio_policy;
 
 /* ---- mapping alignment -------------------------------------------------- */
 
 /* The folio alignment a new mapping should get, or 0.  Only private
  * anonymous mappings where the kernel picks the address (no MAP_FIXED, no
  * hint): a caller's address is never changed. */
-uint64_t align_plan(const struct mmf_op *op)
+uint64_t align_plan(struct mmf_folio_policy *fp, const struct mmf_op *op)
 {
 	int flags = (int)op->a[3];
-	if (!align_active || op->a[0] != 0 || !(flags & MAP_ANONYMOUS) ||
+	if (!fp->align_active || op->a[0] != 0 || !(flags & MAP_ANONYMOUS) ||
 	    (flags & MAP_TYPE) != MAP_PRIVATE ||
 	    (flags & (MAP_FIXED | MAP_FIXED_NOREPLACE | MAP_GROWSDOWN | MAP_HUGETLB | MAP_LOCKED |
 		      MAP_32BIT)))
@@ -244,10 +239,10 @@ uint64_t align_plan(const struct mmf_op *op)
 	 * mapping that is only watched keeps the kernel's placement (a
 	 * conservative collector that grows its heap with address hints, as
 	 * Guile's libgc does, kept 25% more memory when such mappings moved). */
-	int advised = thp_active && !thp_disabled && len >= (uint64_t)cfg.v[MMF_OPT_THP_MIN] &&
+	int advised = fp->thp_active && !fp->thp_disabled && len >= (uint64_t)cfg.v[MMF_OPT_THP_MIN] &&
 		      !(flags & MAP_STACK) &&
 		      (cfg.v[MMF_OPT_THP] == MMF_THP_ADVISE || (int)op->a[2] == PROT_NONE);
-	return mmf_folio_align_for(&folio, len, cfg.v[MMF_OPT_ALIGN], cfg.v[MMF_OPT_ALIGN_MIN], advised);
+	return mmf_folio_align_for(&fp->sys, len, cfg.v[MMF_OPT_ALIGN], cfg.v[MMF_OPT_ALIGN_MIN], advised);
 }
 
 /* Places the mapping of op at an A-aligned address.  First one call: the
@@ -255,14 +250,15 @@ uint64_t align_plan(const struct mmf_op *op)
  * (EEXIST if taken).  Else map A bytes more and trim both ends.  Else the
  * caller's own call, unchanged: alignment never makes a call fail.  The
  * length and every other argument are the caller's. */
-long mmap_aligned(const struct mmf_op *op, struct mmf_tstats *t, uint64_t A)
+long mmap_aligned(struct mmf_folio_policy *fp, const struct mmf_op *op, struct mmf_tstats *t,
+		  uint64_t A)
 {
 	uint64_t len = ((uint64_t)op->a[1] + page - 1) & ~(uint64_t)(page - 1);
 	struct mmf_op o = *op;
 	uint64_t t0 = mmf_ticks();
 	long r;
-	if (low_water > len + A) {
-		uint64_t guess = (low_water - len) & ~(A - 1);
+	if (fp->low_water > len + A) {
+		uint64_t guess = (fp->low_water - len) & ~(A - 1);
 		o.a[0] = (long)guess;
 		o.a[3] = op->a[3] | MAP_FIXED_NOREPLACE;
 		r = o.fwd(&o);
@@ -304,7 +300,8 @@ done:
  * alignment.  Grow in place if the kernel can (what it tries first anyway);
  * else move it with MREMAP_FIXED into an aligned spot reserved for it; else
  * the caller's own call.  Returns 1 and sets *res when it did the call. */
-int mremap_aligned(const struct mmf_op *op, struct mmf_tstats *t, long *res)
+int mremap_aligned(struct mmf_folio_policy *fp, const struct mmf_op *op, struct mmf_tstats *t,
+		   long *res)
 {
 	uint64_t old = (uint64_t)op->a[0];
 	uint64_t newlen = ((uint64_t)op->a[2] + page - 1) & ~(uint64_t)(page - 1);
@@ -313,13 +310,13 @@ int mremap_aligned(const struct mmf_op *op, struct mmf_tstats *t, long *res)
 	/* Only a plain move of one owned, unsealed record: a resizing move of
 	 * one VMA fails before it changes anything, so a failed attempt can be
 	 * undone by unmapping the reserved target. */
-	if (!align_active || op->a[3] != MREMAP_MAYMOVE || newlen < (uint64_t)op->a[2] ||
+	if (!fp->align_active || op->a[3] != MREMAP_MAYMOVE || newlen < (uint64_t)op->a[2] ||
 	    newlen > (1ull << 46) || !oldlen || newlen <= oldlen ||
 	    !mmf_map_lookup(&map, old, &rec) || !rec.a.owned || rec.a.sealed != 0 ||
 	    rec.start > old || rec.end < old + oldlen)
 		return 0;
 	int advised = (rec.a.adv_known & MMF_ADV_HUGEPAGE) && (rec.a.adv_set & MMF_ADV_HUGEPAGE);
-	uint64_t A = mmf_folio_align_for(&folio, newlen, cfg.v[MMF_OPT_ALIGN],
+	uint64_t A = mmf_folio_align_for(&fp->sys, newlen, cfg.v[MMF_OPT_ALIGN],
 					 cfg.v[MMF_OPT_ALIGN_MIN], advised);
 	if (!A || (old & (A - 1)))
 		return 0;
@@ -363,40 +360,41 @@ int mremap_aligned(const struct mmf_op *op, struct mmf_tstats *t, long *res)
 
 void mmf_folio_report(struct mmf_buf *b, int json)
 {
+	const struct mmf_folio_policy *fp = &folio_policy;
 	uint64_t now[MMF_FOLIO_SIZES];
 	static const char *const st[] = {"never", "madvise", "always"};
 	long huge = mmf_folio_anon_huge();
-	mmf_folio_fault_counts(&folio, now);
+	mmf_folio_fault_counts(&fp->sys, now);
 	if (json) {
 		mmf_puts(b, ",\"folio\":{\"thp\":\"");
-		mmf_puts(b, st[folio.top]);
+		mmf_puts(b, st[fp->sys.top]);
 		mmf_puts(b, "\",\"advising\":");
-		mmf_putu(b, (uint64_t)(thp_active && !thp_disabled));
+		mmf_putu(b, (uint64_t)(fp->thp_active && !fp->thp_disabled));
 		mmf_puts(b, ",\"anon_huge_bytes\":");
 		mmf_puti(b, huge);
 		mmf_puts(b, ",\"anon_fault_alloc\":{");
-		for (int i = 0; i < folio.nsizes; i++) {
+		for (int i = 0; i < fp->sys.nsizes; i++) {
 			mmf_puts(b, i ? ",\"" : "\"");
-			mmf_putu(b, folio.size[i] >> 10);
+			mmf_putu(b, fp->sys.size[i] >> 10);
 			mmf_puts(b, "kB\":");
-			mmf_putu(b, now[i] - faults0[i]);
+			mmf_putu(b, now[i] - fp->faults0[i]);
 		}
 		mmf_puts(b, "}}");
 		return;
 	}
 	mmf_puts(b, "folios: THP ");
-	mmf_puts(b, st[folio.top]);
-	mmf_puts(b, thp_active && !thp_disabled ? ", advising" : ", not advising");
+	mmf_puts(b, st[fp->sys.top]);
+	mmf_puts(b, fp->thp_active && !fp->thp_disabled ? ", advising" : ", not advising");
 	mmf_puts(b, "; AnonHugePages ");
 	mmf_puti(b, huge < 0 ? -1 : huge >> 10);
 	mmf_puts(b, " kB; anon_fault_alloc during the run (system-wide):");
 	int any = 0;
-	for (int i = 0; i < folio.nsizes; i++)
-		if (folio.state[i] != MMF_THP_NEVER || now[i] != faults0[i]) {
+	for (int i = 0; i < fp->sys.nsizes; i++)
+		if (fp->sys.state[i] != MMF_THP_NEVER || now[i] != fp->faults0[i]) {
 			mmf_putc(b, ' ');
-			mmf_putu(b, folio.size[i] >> 10);
+			mmf_putu(b, fp->sys.size[i] >> 10);
 			mmf_puts(b, "kB ");
-			mmf_putu(b, now[i] - faults0[i]);
+			mmf_putu(b, now[i] - fp->faults0[i]);
 			any = 1;
 		}
 	mmf_puts(b, any ? "\n" : " none enabled\n");

@@ -11,14 +11,10 @@
 #define LD(x) __atomic_load_n(&(x), RLX)
 #define ST(x, v) __atomic_store_n(&(x), (v), RLX)
 
-/* Lazy mode's tables and the state the writer section and the thread-exit
- * path share with the policy (lazymode.c). */
-int lazy_on; /* lazy mode, tables ready, the fault handler is ours */
-struct mmf_lazy lz_prot, lz_unlock;
-/* MADV_DONTFORK (want 1) / MADV_DOFORK (want 0): VMA flags that matter
- * only at fork, made before it in one process_madvise per advice. */
-struct mmf_lazy lz_fork;
-/* Threads that block SIGSEGV or SIGBUS.  The kernel cannot hand such a
+/* Lazy mode's state (core.h), given to the policy's functions (lazymode.c)
+ * and to the writer section and thread-exit steps here.
+ *
+ * blockers counts the threads that block SIGSEGV or SIGBUS.  The kernel cannot hand such a
  * thread's fault on a waiting promotion to the handler: it unblocks the
  * signal, resets it to SIG_DFL and the process dies (Chromium blocks every
  * signal around fork() and thread creation, and PartitionAlloc commits and
@@ -28,25 +24,27 @@ struct mmf_lazy lz_fork;
  * its creator's mask), 1 open, 2 blocks.  Masks changed without going
  * through sigprocmask/pthread_sigmask (siglongjmp, swapcontext, a signal
  * handler's sa_mask, raw system calls) are not seen: README.md. */
-int lz_blockers;
+struct mmf_lazy_state lazy_state = {.touched_max = 768, .max_maps = 65530};
 __thread int lz_mask __attribute__((tls_model("initial-exec")));
 
 /* Writer lock held.  Nothing waits in [s,e) any more (a call replaced it). */
 void lazy_drop(uint64_t s, uint64_t e)
 {
-	if (!lazy_on)
+	struct mmf_lazy_state *z = &lazy_state;
+	if (!z->on)
 		return;
-	mmf_lazy_set(&lz_prot, s, e, -1);
-	mmf_lazy_set(&lz_unlock, s, e, -1);
-	mmf_lazy_set(&lz_fork, s, e, -1);
+	mmf_lazy_set(&z->prot, s, e, -1);
+	mmf_lazy_set(&z->unlock, s, e, -1);
+	mmf_lazy_set(&z->fork, s, e, -1);
 }
 
 /* A thread that ends with the signals blocked no longer holds lazy mode
  * back (from the statistics' thread-exit destructor). */
 void mmf_lazy_thread_exit(void)
 {
+	struct mmf_lazy_state *z = &lazy_state;
 	if (lz_mask == 2)
-		__atomic_sub_fetch(&lz_blockers, 1, __ATOMIC_SEQ_CST);
+		__atomic_sub_fetch(&z->blockers, 1, __ATOMIC_SEQ_CST);
 	lz_mask = 0;
 }
 

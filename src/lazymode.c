@@ -16,11 +16,11 @@
 /* ---- lazy mode ---------------------------------------------------------- *
  *
  * Promotions (mprotect calls that only add permissions) on private anonymous
- * memory mmfold mapped are written in lz_prot instead of being made; a later
+ * memory mmfold mapped are written in the prot table instead of being made; a later
  * call that asks for the protection in force cancels them; the first touch
  * faults and lazy_fault (first in line for SIGSEGV, sigchain.c) makes the
  * call for the folio-sized granule touched, or for the whole range once
- * touches are dense.  munlock of locked memory waits in lz_unlock, and an
+ * touches are dense.  munlock of locked memory waits in the unlock table, and an
  * mlock of the same range cancels it.  Every other call that reaches a
  * pending range, fork, exit, mmfold_flush() and the buffer-taking wrappers
  * (preload/io.c) apply what is pending there first.  Both tables change
@@ -36,7 +36,7 @@
 /* Writer lock held.  Makes the waiting fork advice in [s,e): per advice, the
  * ranges in process_madvise calls of up to 64, each range alone where that
  * is refused. */
-static void lazy_apply_fork(uint64_t s, uint64_t e)
+static void lazy_apply_fork(struct mmf_lazy_state *z, uint64_t s, uint64_t e)
 {
 	struct mmf_pend b[64];
 	struct {
@@ -45,7 +45,7 @@ static void lazy_apply_fork(uint64_t s, uint64_t e)
 	} iov[64];
 	struct mmf_tstats *t = mmf_stats_self();
 	uint32_t c;
-	while ((c = mmf_lazy_collect(&lz_fork, s, e, b, 64))) {
+	while ((c = mmf_lazy_collect(&z->fork, s, e, b, 64))) {
 		for (int want = 0; want < 2; want++) {
 			int adv = want ? MADV_DONTFORK : MADV_DOFORK, n = 0;
 			uint64_t total = 0;
@@ -85,17 +85,9 @@ static void lazy_apply_fork(uint64_t s, uint64_t e)
 			mmf_event_add(MMF_E_LAZY_APPLIED, (uint64_t)n);
 		}
 		for (uint32_t i = 0; i < c; i++)
-			mmf_lazy_set(&lz_fork, b[i].s, b[i].e, -1);
+			mmf_lazy_set(&z->fork, b[i].s, b[i].e, -1);
 	}
 }
-
-/* Some promotion was deferred once (the fault handler has nothing to do
- * before that); promotions made so far (lazy_fault's comment). */
-int lz_ever;
-uint64_t lz_made;
-/* A deferred promotion was refused when it was made: nothing more is
- * deferred (see lazy_refused). */
-int lz_broken;
 
 /* The access a SIGSEGV wanted (PROT_* bits), 0 when the context does not
  * say. */
@@ -141,11 +133,11 @@ static int fault_access(void *uc)
  * process runs as in safe mode, where the next refusal reaches the call
  * that caused it.  A fault on the page then reaches the program, as it
  * would have had the call failed. */
-static void lazy_refused(uint64_t s, uint64_t e, int want, long err)
+static void lazy_refused(struct mmf_lazy_state *z, uint64_t s, uint64_t e, int want, long err)
 {
 	mmf_map_forget(&map, s, e);
 	mmf_event(MMF_E_LAZY_REFUSED);
-	if (__atomic_exchange_n(&lz_broken, 1, __ATOMIC_RELAXED))
+	if (__atomic_exchange_n(&z->broken, 1, __ATOMIC_RELAXED))
 		return;
 	char buf[200];
 	MMF_BUF(b, buf);
@@ -163,7 +155,8 @@ static void lazy_refused(uint64_t s, uint64_t e, int want, long err)
 
 /* Writer lock held.  Makes one deferred promotion of [s,e) to want and
  * records what the kernel answered.  Returns the system call's result. */
-static long lazy_make(uint64_t s, uint64_t e, int want, struct mmf_tstats *t)
+static long lazy_make(struct mmf_lazy_state *z, uint64_t s, uint64_t e, int want,
+		      struct mmf_tstats *t)
 {
 	long r = mmf_sys6(SYS_mprotect, (long)s, (long)(e - s), want, 0, 0, 0);
 	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_FORWARDED, 1);
@@ -178,37 +171,37 @@ static long lazy_make(uint64_t s, uint64_t e, int want, struct mmf_tstats *t)
 			u.a.lock = MMF_UNKNOWN;
 		}
 		mmf_map_update(&map, s, e, &u);
-		__atomic_store_n(&lz_made, lz_made + 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&z->made, z->made + 1, __ATOMIC_RELAXED);
 	} else {
 		mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_ERRORS, 1);
-		lazy_refused(s, e, want, r);
+		lazy_refused(z, s, e, want, r);
 	}
-	mmf_lazy_set(&lz_prot, s, e, -1);
+	mmf_lazy_set(&z->prot, s, e, -1);
 	mmf_event(MMF_E_LAZY_APPLIED);
 	return r;
 }
 
 /* Writer lock held.  [s,e) (one waiting entry, part of it maybe refused
  * already) made in one call.  Returns the system call's result. */
-static long lazy_apply_whole(uint64_t s, uint64_t e, int want)
+static long lazy_apply_whole(struct mmf_lazy_state *z, uint64_t s, uint64_t e, int want)
 {
-	return lazy_make(s, e, want, mmf_stats_self());
+	return lazy_make(z, s, e, want, mmf_stats_self());
 }
 
 /* Writer lock held.  Makes the pending promotions and munlocks in [s,e).
  * Returns how many promotions the kernel refused. */
-static int lazy_apply(uint64_t s, uint64_t e)
+static int lazy_apply(struct mmf_lazy_state *z, uint64_t s, uint64_t e)
 {
 	struct mmf_pend b[32];
 	struct mmf_tstats *t = mmf_stats_self();
 	uint32_t c;
 	int refused = 0;
-	while ((c = mmf_lazy_collect(&lz_prot, s, e, b, 32)))
+	while ((c = mmf_lazy_collect(&z->prot, s, e, b, 32)))
 		for (uint32_t i = 0; i < c; i++)
-			refused += lazy_make(b[i].s, b[i].e, b[i].want, t) != 0;
-	if (mmf_lazy_count(&lz_fork))
-		lazy_apply_fork(s, e);
-	while ((c = mmf_lazy_collect(&lz_unlock, s, e, b, 32))) {
+			refused += lazy_make(z, b[i].s, b[i].e, b[i].want, t) != 0;
+	if (mmf_lazy_count(&z->fork))
+		lazy_apply_fork(z, s, e);
+	while ((c = mmf_lazy_collect(&z->unlock, s, e, b, 32))) {
 		for (uint32_t i = 0; i < c; i++) {
 			long r = mmf_sys6(SYS_munlock, (long)b[i].s, (long)(b[i].e - b[i].s), 0, 0, 0, 0);
 			mmf_stat_add(t, MMF_K_MUNLOCK, MMF_S_FORWARDED, 1);
@@ -218,7 +211,7 @@ static int lazy_apply(uint64_t s, uint64_t e)
 			u.fields = MMF_F_LOCK;
 			u.a.lock = r == 0 ? MMF_LOCK_NONE : MMF_UNKNOWN;
 			mmf_map_update(&map, b[i].s, b[i].e, &u);
-			mmf_lazy_set(&lz_unlock, b[i].s, b[i].e, -1);
+			mmf_lazy_set(&z->unlock, b[i].s, b[i].e, -1);
 			mmf_event(MMF_E_LAZY_APPLIED);
 		}
 	}
@@ -228,15 +221,16 @@ static int lazy_apply(uint64_t s, uint64_t e)
 /* Anything pending where op reaches is made first (no lock held). */
 void lazy_before(const struct mmf_op *op)
 {
-	if (!mmf_lazy_count(&lz_prot) && !mmf_lazy_count(&lz_unlock) && !mmf_lazy_count(&lz_fork))
+	struct mmf_lazy_state *z = &lazy_state;
+	if (!mmf_lazy_count(&z->prot) && !mmf_lazy_count(&z->unlock) && !mmf_lazy_count(&z->fork))
 		return;
 	uint64_t s, e;
 	mmf_reach(op, &s, &e);
-	if (s >= e || (!mmf_lazy_overlaps(&lz_prot, s, e) && !mmf_lazy_overlaps(&lz_unlock, s, e) &&
-		       !mmf_lazy_overlaps(&lz_fork, s, e)))
+	if (s >= e || (!mmf_lazy_overlaps(&z->prot, s, e) && !mmf_lazy_overlaps(&z->unlock, s, e) &&
+		       !mmf_lazy_overlaps(&z->fork, s, e)))
 		return;
 	wenter();
-	lazy_apply(s, e);
+	lazy_apply(z, s, e);
 	wleave();
 }
 
@@ -281,23 +275,18 @@ static uint64_t lazy_covered(struct mmf_lazy *tab, uint64_t s, uint64_t e)
  * that waits and is then touched costs a fault on top of the system call
  * it was to save (a collector that unprotects a block and writes into it
  * at once: Boehm GC makes tens of thousands of those); one that is
- * cancelled or never touched costs nothing.  lz_touched estimates, out of
+ * cancelled or never touched costs nothing.  z->touched estimates, out of
  * 1024, the share of recent deferred promotions that ended in a first
  * touch (a moving average over the last ~16 outcomes).  Above
- * lz_touched_max (MMFOLD_LAZY_TOUCHED, 75% by default; 100 never), promotions are made at once (as in safe mode) except
+ * z->touched_max (MMFOLD_LAZY_TOUCHED, 75% by default; 100 never),
+ * promotions are made at once (as in safe mode) except
  * one in 16, which still waits so that the estimate follows the program
  * when its habits change. */
-uint32_t lz_touched, lz_sample;
-uint32_t lz_touched_max = 768; /* MMFOLD_LAZY_TOUCHED percent of 1024 */
-
-static void lazy_outcome(int touched)
+static void lazy_outcome(struct mmf_lazy_state *z, int touched)
 {
-	lz_touched = lz_touched - lz_touched / 16 + (touched ? 1024 / 16 : 0);
+	z->touched = z->touched - z->touched / 16 + (touched ? 1024 / 16 : 0);
 }
 
-/* vm.overcommit_memory and vm.max_map_count, read when lazy mode starts. */
-int lz_overcommit;
-uint64_t lz_max_maps = 65530;
 
 /* Writer lock held.  1 when a promotion of [s,e) to prot may wait: it must
  * not be refused when it is finally made (lazy_refused).  The kernel
@@ -307,30 +296,31 @@ uint64_t lz_max_maps = 65530;
  * granule in its middle is made, so the records mmfold knows plus two per
  * waiting range must stay well below the limit. */
 
-static int lazy_may_defer(uint64_t s, uint64_t e, int prot)
+static int lazy_may_defer(struct mmf_lazy_state *z, uint64_t s, uint64_t e, int prot)
 {
 	(void)s;
 	(void)e;
-	if (__atomic_load_n(&lz_broken, __ATOMIC_RELAXED))
+	if (__atomic_load_n(&z->broken, __ATOMIC_RELAXED))
 		return 0;
 	/* again under the lock: a thread that has just come to block SIGSEGV
 	 * counted itself before it took the lock to make what waits */
-	if (__atomic_load_n(&lz_blockers, __ATOMIC_SEQ_CST))
+	if (__atomic_load_n(&z->blockers, __ATOMIC_SEQ_CST))
 		return 0;
-	if (lz_touched > lz_touched_max && (++lz_sample & 15)) {
+	if (z->touched > z->touched_max && (++z->sample & 15)) {
 		mmf_event(MMF_E_LAZY_EAGER);
 		return 0;
 	}
-	if (lz_overcommit == 2 && (prot & PROT_WRITE))
+	if (z->overcommit == 2 && (prot & PROT_WRITE))
 		return 0;
-	uint64_t maps = mmf_map_count(&map) + 2 * ((uint64_t)mmf_lazy_count(&lz_prot) + 1);
-	return maps + 1024 < lz_max_maps;
+	uint64_t maps = mmf_map_count(&map) + 2 * ((uint64_t)mmf_lazy_count(&z->prot) + 1);
+	return maps + 1024 < z->max_maps;
 }
 
 /* The lazy decisions for mprotect, munlock and mlock.  1 when the call was
  * answered (*res), 0 when the normal path goes on. */
 int lazy_run(struct mmf_op *op, struct mmf_tstats *t, long *res)
 {
+	struct mmf_lazy_state *z = &lazy_state;
 	uint64_t s, e;
 	struct mmf_want w;
 	int k = op->kind;
@@ -342,33 +332,33 @@ int lazy_run(struct mmf_op *op, struct mmf_tstats *t, long *res)
 	if (k == MMF_K_MPROTECT && (op->flags || (w.prot & PROT_EXEC)))
 		return 0; /* keys; code: a deferred PROT_EXEC would fault on every
 			     fetch into the chain, and JITs run what they flip */
-	if (k == MMF_K_MLOCK && !mmf_lazy_count(&lz_unlock))
+	if (k == MMF_K_MLOCK && !mmf_lazy_count(&z->unlock))
 		return 0;
 	if (k == MMF_K_MPROTECT && mmf_sigchain_in_handler())
 		return 0; /* asked by the program's fault handler: made at once */
 	/* nothing pending here and nothing to defer: the normal path, which
 	 * skips without a lock */
 	int v = mmf_map_check(&map, s, e, &w);
-	if (v == MMF_NOOP_PROVEN && !mmf_lazy_overlaps(&lz_prot, s, e) &&
-	    !mmf_lazy_overlaps(&lz_unlock, s, e) && !mmf_lazy_overlaps(&lz_fork, s, e))
+	if (v == MMF_NOOP_PROVEN && !mmf_lazy_overlaps(&z->prot, s, e) &&
+	    !mmf_lazy_overlaps(&z->unlock, s, e) && !mmf_lazy_overlaps(&z->fork, s, e))
 		return 0;
 	int promo, same, locked, handled = 0;
 	wenter();
 	if (k == MMF_K_MPROTECT) {
 		if (lazy_known(s, e, w.prot, MMF_LOCK_NONE, &promo, &same, &locked) && promo) {
-			int had = mmf_lazy_overlaps(&lz_prot, s, e);
+			int had = mmf_lazy_overlaps(&z->prot, s, e);
 			if (same) {
-				mmf_lazy_set(&lz_prot, s, e, -1);
+				mmf_lazy_set(&z->prot, s, e, -1);
 				mmf_stat_add(t, k, MMF_S_SKIPPED, 1);
 				if (had) {
 					mmf_event(MMF_E_LAZY_CANCELLED);
-					lazy_outcome(0);
+					lazy_outcome(z, 0);
 				}
 				handled = 1;
-			} else if (lazy_may_defer(s, e, w.prot) &&
-				   mmf_lazy_set(&lz_prot, s, e, w.prot) == 0) {
-				if (!lz_ever)
-					__atomic_store_n(&lz_ever, 1, __ATOMIC_RELEASE);
+			} else if (lazy_may_defer(z, s, e, w.prot) &&
+				   mmf_lazy_set(&z->prot, s, e, w.prot) == 0) {
+				if (!z->ever)
+					__atomic_store_n(&z->ever, 1, __ATOMIC_RELEASE);
 				mmf_stat_add(t, k, MMF_S_DEFERRED, 1);
 				handled = 1;
 			}
@@ -376,31 +366,31 @@ int lazy_run(struct mmf_op *op, struct mmf_tstats *t, long *res)
 	} else if (forkadv) {
 		/* The flag in force (the map) and what waits: a call asking
 		 * for the flag in force cancels, another one waits. */
-		int had = mmf_lazy_overlaps(&lz_fork, s, e);
+		int had = mmf_lazy_overlaps(&z->fork, s, e);
 		v = mmf_map_check(&map, s, e, &w); /* again, under the lock */
 		if (lazy_known(s, e, PROT_NONE, MMF_LOCK_NONE, &promo, &same, &locked)) {
 			if (v == MMF_NOOP_PROVEN) {
-				mmf_lazy_set(&lz_fork, s, e, -1);
+				mmf_lazy_set(&z->fork, s, e, -1);
 				mmf_stat_add(t, k, MMF_S_SKIPPED, 1);
 				if (had)
 					mmf_event(MMF_E_LAZY_CANCELLED);
 				handled = 1;
-			} else if (v == MMF_CHANGE && mmf_lazy_set(&lz_fork, s, e, w.adv_val) == 0) {
+			} else if (v == MMF_CHANGE && mmf_lazy_set(&z->fork, s, e, w.adv_val) == 0) {
 				mmf_stat_add(t, k, MMF_S_DEFERRED, 1);
 				handled = 1;
 			}
 		}
 	} else if (k == MMF_K_MUNLOCK) {
 		if (lazy_known(s, e, PROT_NONE, MMF_LOCK_ON, &promo, &same, &locked) && locked &&
-		    mmf_lazy_set(&lz_unlock, s, e, 0) == 0) {
+		    mmf_lazy_set(&z->unlock, s, e, 0) == 0) {
 			mmf_stat_add(t, k, MMF_S_DEFERRED, 1);
 			handled = 1;
 		}
-	} else if (w.lock == MMF_LOCK_ON && lazy_covered(&lz_unlock, s, e) == e - s &&
+	} else if (w.lock == MMF_LOCK_ON && lazy_covered(&z->unlock, s, e) == e - s &&
 		   lazy_known(s, e, PROT_NONE, MMF_LOCK_ON, &promo, &same, &locked) && locked &&
 		   mlock_permitted()) {
 		/* mlock of a range whose munlock waits: both vanish */
-		mmf_lazy_set(&lz_unlock, s, e, -1);
+		mmf_lazy_set(&z->unlock, s, e, -1);
 		mmf_stat_add(t, k, MMF_S_SKIPPED, 1);
 		mmf_event(MMF_E_LAZY_CANCELLED);
 		handled = 1;
@@ -409,9 +399,9 @@ int lazy_run(struct mmf_op *op, struct mmf_tstats *t, long *res)
 		/* Made now: what waits here first (and every waiting munlock
 		 * before an mlock, whose limit they count against). */
 		if (k == MMF_K_MLOCK)
-			lazy_apply(0, UINT64_MAX);
+			lazy_apply(z, 0, UINT64_MAX);
 		else
-			lazy_apply(s, e);
+			lazy_apply(z, s, e);
 	}
 	wleave();
 	if (handled) {
@@ -425,14 +415,14 @@ int lazy_run(struct mmf_op *op, struct mmf_tstats *t, long *res)
 /* ---- the fault path ------------------------------------------------------
  *
  * What the state is and who changes it:
- * - lz_prot (what waits) and the shadow map change only under the writer
+ * - the prot table (what waits) and the shadow map change only under the writer
  *   lock, and a promotion is made (the system call) under that lock too,
- *   before its entry leaves lz_prot and its record takes the new
+ *   before its entry leaves the table and its record takes the new
  *   protection.  So while a thread holds the lock, for an owned, known
  *   record: what the kernel has in force = the record, and what the
- *   program asked for = lz_prot's want where an entry covers the page,
+ *   program asked for = the table's want where an entry covers the page,
  *   else the record.
- * - lz_made counts promotions made (under the lock).  It only grows.
+ * - made counts promotions made (under the lock).  It only grows.
  * - Asynchronous signals are blocked inside writer sections (async_block),
  *   so this handler never runs on a thread that holds the lock, except for
  *   a synchronous fault in mmfold's own code, which is not the program's.
@@ -454,7 +444,7 @@ int lazy_run(struct mmf_op *op, struct mmf_tstats *t, long *res)
  * 3. No entry and no trustworthy record (or the record allows the access
  *    but the kernel faulted: a record made stale behind mmfold's back):
  *    retried once; a second fault of the same access on this thread with
- *    no promotion made in between (lz_made unchanged) is the kernel's own
+ *    no promotion made in between (made unchanged) is the kernel's own
  *    and goes to the program.  If promotions keep being made in between,
  *    the third fault goes on too: a retried access that faults again
  *    after its page was made accessible means the page was made
@@ -482,9 +472,9 @@ static int access_allowed(int prot, int need)
 }
 
 /* Writer lock held: case 3 above. */
-static int lazy_retry_once(uint64_t a, int need)
+static int lazy_retry_once(struct mmf_lazy_state *z, uint64_t a, int need)
 {
-	uint64_t made = __atomic_load_n(&lz_made, __ATOMIC_RELAXED);
+	uint64_t made = __atomic_load_n(&z->made, __ATOMIC_RELAXED);
 	if (lz_memo.page == a && lz_memo.need == need) {
 		if (lz_memo.made == made || ++lz_memo.tries > 2) {
 			lz_memo.page = 0;
@@ -504,14 +494,15 @@ static int lazy_retry_once(uint64_t a, int need)
  * access, or say the fault is the program's (0). */
 static int lazy_fault(int sig, siginfo_t *si, void *uc)
 {
+	struct mmf_lazy_state *z = &lazy_state;
 	/* MAPERR: nothing was mapped there at the fault, whatever waits */
 	if (sig != SIGSEGV || si->si_code != SEGV_ACCERR ||
-	    !__atomic_load_n(&lz_ever, __ATOMIC_ACQUIRE) || in_write)
+	    !__atomic_load_n(&z->ever, __ATOMIC_ACQUIRE) || in_write)
 		return 0;
 	uint64_t a = (uint64_t)si->si_addr & ~(uint64_t)(page - 1);
 	int need = fault_access(uc), retry;
 	wenter();
-	struct mmf_pend *q = mmf_lazy_at(&lz_prot, a);
+	struct mmf_pend *q = mmf_lazy_at(&z->prot, a);
 	struct mmf_rec r;
 	if (q) {
 		if (!access_allowed(q->want, need)) {
@@ -527,7 +518,7 @@ static int lazy_fault(int sig, siginfo_t *si, void *uc)
 			uint8_t touches = (uint8_t)(q->touches + 1);
 			__atomic_store_n(&q->touches, touches, __ATOMIC_RELAXED);
 			if (touches == 1)
-				lazy_outcome(1);
+				lazy_outcome(z, 1);
 			if (touches < LAZY_DENSE && ge - gs > 4 * g) {
 				gs = a & ~(g - 1);
 				ge = gs + g;
@@ -538,18 +529,18 @@ static int lazy_fault(int sig, siginfo_t *si, void *uc)
 			} else if (touches >= LAZY_DENSE) {
 				mmf_event(MMF_E_LAZY_DENSE);
 			}
-			retry = lazy_apply(gs, ge) == 0;
+			retry = lazy_apply(z, gs, ge) == 0;
 			if (!retry && (gs != qs || ge != qe))
 				/* the granule was refused (a split at the map-count
 				 * limit): the whole range, as the program asked */
-				retry = lazy_apply_whole(qs, qe, want) == 0;
+				retry = lazy_apply_whole(z, qs, qe, want) == 0;
 			mmf_event(MMF_E_LAZY_FAULTS);
 		}
 	} else if (mmf_map_lookup(&map, a, &r) && r.a.owned && r.a.prot != MMF_UNKNOWN &&
 		   !access_allowed(r.a.prot, need)) {
 		retry = 0; /* case 2: the kernel's state, and nothing waits */
 	} else {
-		retry = lazy_retry_once(a, need);
+		retry = lazy_retry_once(z, a, need);
 		if (retry)
 			mmf_event(MMF_E_LAZY_RETRIED);
 	}
@@ -576,29 +567,31 @@ static long read_proc_long(const char *path, long dflt)
 
 void lazy_start(void)
 {
+	struct mmf_lazy_state *z = &lazy_state;
 	if (mode != MMF_MODE_LAZY)
 		return;
-	lz_touched_max = (uint32_t)(cfg.v[MMF_OPT_LAZY_TOUCHED] * 1024 / 100);
-	lz_overcommit = (int)read_proc_long("/proc/sys/vm/overcommit_memory", 0);
-	lz_max_maps = (uint64_t)read_proc_long("/proc/sys/vm/max_map_count", 65530);
-	if (mmf_lazy_init(&lz_prot, LAZY_CAP) || mmf_lazy_init(&lz_unlock, LAZY_CAP) ||
-	    mmf_lazy_init(&lz_fork, LAZY_CAP) ||
+	z->touched_max = (uint32_t)(cfg.v[MMF_OPT_LAZY_TOUCHED] * 1024 / 100);
+	z->overcommit = (int)read_proc_long("/proc/sys/vm/overcommit_memory", 0);
+	z->max_maps = (uint64_t)read_proc_long("/proc/sys/vm/max_map_count", 65530);
+	if (mmf_lazy_init(&z->prot, LAZY_CAP) || mmf_lazy_init(&z->unlock, LAZY_CAP) ||
+	    mmf_lazy_init(&z->fork, LAZY_CAP) ||
 	    mmf_sigchain_claim(lazy_fault) != 0) {
 		mmf_log(1, "mmfold: lazy mode: cannot install the fault handler; calls are made "
 			   "as in safe mode");
 		return;
 	}
-	__atomic_store_n(&lazy_on, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&z->on, 1, __ATOMIC_RELEASE);
 }
 
 /* Everything pending, made now (fork, exit, mmfold_flush). */
 void mmf_lazy_flush_all(void)
 {
-	if (!__atomic_load_n(&lazy_on, __ATOMIC_ACQUIRE) || in_write ||
-	    (!mmf_lazy_count(&lz_prot) && !mmf_lazy_count(&lz_unlock) && !mmf_lazy_count(&lz_fork)))
+	struct mmf_lazy_state *z = &lazy_state;
+	if (!__atomic_load_n(&z->on, __ATOMIC_ACQUIRE) || in_write ||
+	    (!mmf_lazy_count(&z->prot) && !mmf_lazy_count(&z->unlock) && !mmf_lazy_count(&z->fork)))
 		return;
 	wenter();
-	lazy_apply(0, UINT64_MAX);
+	lazy_apply(z, 0, UINT64_MAX);
 	wleave();
 }
 
@@ -607,21 +600,22 @@ __thread int mmf_lazy_hold __attribute__((tls_model("initial-exec")));
 
 void mmf_lazy_mask(int blocks)
 {
+	struct mmf_lazy_state *z = &lazy_state;
 	int was = lz_mask;
 	lz_mask = blocks ? 2 : 1;
 	if (blocks && was != 2) {
-		__atomic_add_fetch(&lz_blockers, 1, __ATOMIC_SEQ_CST);
+		__atomic_add_fetch(&z->blockers, 1, __ATOMIC_SEQ_CST);
 		/* Under the lock even when nothing seems to wait: a thread that
 		 * read the count as 0 in lazy_may_defer may be about to defer;
 		 * once this section has run, anything it deferred is made and
 		 * every later deferral sees the count. */
-		if (__atomic_load_n(&lazy_on, __ATOMIC_ACQUIRE) && !in_write) {
+		if (__atomic_load_n(&z->on, __ATOMIC_ACQUIRE) && !in_write) {
 			wenter();
-			lazy_apply(0, UINT64_MAX);
+			lazy_apply(z, 0, UINT64_MAX);
 			wleave();
 		}
 	} else if (!blocks && was == 2) {
-		__atomic_sub_fetch(&lz_blockers, 1, __ATOMIC_SEQ_CST);
+		__atomic_sub_fetch(&z->blockers, 1, __ATOMIC_SEQ_CST);
 	}
 }
 
@@ -638,26 +632,29 @@ static void lazy_mask_probe(void)
 /* No promotion may wait now (a thread blocks fault signals). */
 int lazy_blocked(void)
 {
+	struct mmf_lazy_state *z = &lazy_state;
 	if (__builtin_expect(!lz_mask, 0))
 		lazy_mask_probe();
-	return __atomic_load_n(&lz_blockers, __ATOMIC_SEQ_CST) != 0;
+	return __atomic_load_n(&z->blockers, __ATOMIC_SEQ_CST) != 0;
 }
 
 int mmf_lazy_active(void)
 {
-	return __atomic_load_n(&lazy_on, __ATOMIC_RELAXED);
+	struct mmf_lazy_state *z = &lazy_state;
+	return __atomic_load_n(&z->on, __ATOMIC_RELAXED);
 }
 
 /* A buffer the kernel is about to read or write (preload/io.c). */
 void mmf_lazy_buffer(uint64_t p, size_t n)
 {
-	if (!n || !__atomic_load_n(&lazy_on, __ATOMIC_RELAXED) || !mmf_lazy_count(&lz_prot))
+	struct mmf_lazy_state *z = &lazy_state;
+	if (!n || !__atomic_load_n(&z->on, __ATOMIC_RELAXED) || !mmf_lazy_count(&z->prot))
 		return;
 	uint64_t s = p & ~(uint64_t)(page - 1), e = (p + n + page - 1) & ~(uint64_t)(page - 1);
-	if (e <= s || p + n < p || !mmf_lazy_overlaps(&lz_prot, s, e) || in_write)
+	if (e <= s || p + n < p || !mmf_lazy_overlaps(&z->prot, s, e) || in_write)
 		return;
 	wenter();
-	lazy_apply(s, e);
+	lazy_apply(z, s, e);
 	wleave();
 	mmf_event(MMF_E_LAZY_BUFFERS);
 }

@@ -49,16 +49,18 @@ void mmf_early_init(void)
 	if (mode >= MMF_MODE_SAFE &&
 	    (cfg.v[MMF_OPT_THP] != MMF_THP_OFF || cfg.v[MMF_OPT_ALIGN] != MMF_ALIGN_OFF ||
 	     cfg.v[MMF_OPT_SHAPE] != MMF_SHAPE_OFF)) {
-		mmf_folio_probe(&folio);
-		mmf_shape_init((int)cfg.v[MMF_OPT_SHAPE], &folio);
-		thp_disabled = mmf_sys6(SYS_prctl, PR_GET_THP_DISABLE, 0, 0, 0, 0, 0) > 0;
-		thp_active = (cfg.v[MMF_OPT_THP] == MMF_THP_AUTO && mmf_folio_advice_pays(&folio)) ||
-			     (cfg.v[MMF_OPT_THP] == MMF_THP_ADVISE && folio.top != MMF_THP_NEVER);
-		align_active = cfg.v[MMF_OPT_ALIGN] != MMF_ALIGN_OFF;
-		if (thp_active && cfg.v[MMF_OPT_THP] == MMF_THP_AUTO)
-			mmf_thp_init(&map, page, mmf_folio_advice_size(&folio), folio.max_ptes_none);
+		mmf_folio_probe(&folio_policy.sys);
+		mmf_shape_init((int)cfg.v[MMF_OPT_SHAPE], &folio_policy.sys);
+		folio_policy.thp_disabled = mmf_sys6(SYS_prctl, PR_GET_THP_DISABLE, 0, 0, 0, 0, 0) > 0;
+		folio_policy.thp_active =
+			(cfg.v[MMF_OPT_THP] == MMF_THP_AUTO && mmf_folio_advice_pays(&folio_policy.sys)) ||
+			(cfg.v[MMF_OPT_THP] == MMF_THP_ADVISE && folio_policy.sys.top != MMF_THP_NEVER);
+		folio_policy.align_active = cfg.v[MMF_OPT_ALIGN] != MMF_ALIGN_OFF;
+		if (folio_policy.thp_active && cfg.v[MMF_OPT_THP] == MMF_THP_AUTO)
+			mmf_thp_init(&map, page, mmf_folio_advice_size(&folio_policy.sys),
+				     folio_policy.sys.max_ptes_none);
 		if (cfg.v[MMF_OPT_STATS])
-			mmf_folio_fault_counts(&folio, faults0);
+			mmf_folio_fault_counts(&folio_policy.sys, folio_policy.faults0);
 	}
 	if (cfg.v[MMF_OPT_LIVE] && mmf_live_init(mode) != 0)
 		mmf_log(0, "mmfold: MMFOLD_LIVE: cannot create /dev/shm/mmfold.<pid>; no live statistics");
@@ -69,10 +71,10 @@ void mmf_early_init(void)
 		mode = MMF_MODE_OFF;
 	}
 	if (mode >= MMF_MODE_SAFE && cfg.v[MMF_OPT_WX] != MMF_WX_OFF) {
-		if (!folio.nsizes && cfg.v[MMF_OPT_THP] != MMF_THP_OFF)
-			mmf_folio_probe(&folio);
-		struct mmf_wx_env we = {&map, page, (int)cfg.v[MMF_OPT_WX], thp_active,
-					&thp_disabled, &mdwe, &folio};
+		if (!folio_policy.sys.nsizes && cfg.v[MMF_OPT_THP] != MMF_THP_OFF)
+			mmf_folio_probe(&folio_policy.sys);
+		struct mmf_wx_env we = {&map, page, (int)cfg.v[MMF_OPT_WX], folio_policy.thp_active,
+					&folio_policy.thp_disabled, &mdwe, &folio_policy.sys};
 		mmf_wx_init(&we);
 	}
 	if (cfg.v[MMF_OPT_LOG] >= 2) {
@@ -153,7 +155,7 @@ void mmf_atfork_child(void)
 	PST(pending.all, 0);
 	future_lock = MMF_LOCK_NONE; /* MCL_FUTURE is not inherited */
 	/* only this thread goes on: its own mask counts */
-	__atomic_store_n(&lz_blockers, lz_mask == 2, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&lazy_state.blockers, lz_mask == 2, __ATOMIC_SEQ_CST);
 }
 
 /* ---- exit --------------------------------------------------------------- */

@@ -95,8 +95,8 @@ static void record_mmap(const struct mmf_op *op, long r)
 	int advise = 0, watch = 0;
 	if (anon && (flags & MAP_STACK))
 		a.adv_known &= (uint8_t)~(MMF_ADV_HUGEPAGE | MMF_ADV_NOHUGEPAGE);
-	if (thp_active && !thp_disabled && a.owned && anon && (flags & MAP_TYPE) == MAP_PRIVATE &&
-	    !(flags & MAP_STACK)) {
+	if (folio_policy.thp_active && !folio_policy.thp_disabled && a.owned && anon &&
+	    (flags & MAP_TYPE) == MAP_PRIVATE && !(flags & MAP_STACK)) {
 		int big = len >= (uint64_t)cfg.v[MMF_OPT_THP_MIN];
 		if (flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) {
 			struct mmf_want w = {.what = MMF_Q_ADV, .adv_bit = MMF_ADV_OURS, .adv_val = 1};
@@ -111,8 +111,9 @@ static void record_mmap(const struct mmf_op *op, long r)
 				watch = 1;
 		}
 	}
-	if (!(flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) && (!low_water || s < low_water))
-		low_water = s;
+	if (!(flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) &&
+	    (!folio_policy.low_water || s < folio_policy.low_water))
+		folio_policy.low_water = s;
 	mmf_map_set(&map, s, e, &a);
 	if (advise && mmf_sys6(SYS_madvise, (long)s, (long)(e - s), MADV_HUGEPAGE, 0, 0, 0) == 0) {
 		struct mmf_upd u;
