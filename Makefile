@@ -46,7 +46,7 @@ DEPS_CORPUS  := python3 pypy3 mono-runtime mono-mcs guile-3.0 ruby sbcl erlang-n
 		php-cli chezscheme ghc
 
 .PHONY: all lib check check-unit check-preload soak check-clients check-clients-repeat check-corpus check-browser deps-browser \
-	bench-live check-symbols check-footprint check-wx-yjit demo bench bench-thp bench-shape bench-lazy bench-wx bench-corpus \
+	bench-live check-symbols check-footprint check-layers check-wx-yjit demo bench bench-thp bench-shape bench-lazy bench-wx bench-corpus \
 	bench-bin asan tsan valgrind deps-build deps-check deps-clients deps-corpus install uninstall clean
 
 all: lib
@@ -115,7 +115,7 @@ $(BUILD)/progs/profile: tests/progs/profile.c
 # tests (programs under LD_PRELOAD), so Check's summary line ends the run.
 # The tools suite (tests/tools/run.sh) runs make install into a staging
 # directory: the benchmark programs are built first so it has nothing to build.
-check: deps-check $(LIB) $(UNIT_BIN) $(PROGS) bench-bin check-symbols check-footprint
+check: deps-check $(LIB) $(UNIT_BIN) $(PROGS) bench-bin check-symbols check-footprint check-layers
 	MMFOLD_LIB=$(abspath $(LIB)) MMFOLD_BUILD=$(abspath $(BUILD)) CK_DEFAULT_TIMEOUT=300 \
 	  $(UNIT_BIN)
 
@@ -142,6 +142,11 @@ check-footprint: $(LIB)
 	@n=$$(size -A $(LIB) | awk '$$1 == ".data" || $$1 == ".bss" {s += $$2} END {print s}'); \
 	if [ "$$n" -gt 4096 ]; then echo "check-footprint: .data + .bss = $$n bytes, more than 4096"; exit 1; fi; \
 	echo "check-footprint: .data + .bss = $$n bytes (at most 4096)"
+
+# No circle of files in src/ (docs/DESIGN.md 2): each file compiled alone,
+# caller -> callee from the objects' symbols.
+check-layers: deps-check
+	@tools/callgraph.sh
 
 # Only interposed and public symbols may be exported.
 check-symbols: $(LIB)

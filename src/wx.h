@@ -27,7 +27,7 @@
  * range needs.
  *
  * Locking: every function except mmf_wx_pre runs with the map's writer
- * lock held (engine.c's writer section), so the table needs no lock of its
+ * lock held (wlock.c's writer section), so the table needs no lock of its
  * own.  No malloc, no stdio; system calls are raw. */
 #ifndef MMF_WX_H
 #define MMF_WX_H
