@@ -1929,7 +1929,13 @@ END_TEST
 #define CB_NREC 16
 #define CHOLE 0x50000000ull /* never recorded */
 #define C_WRITER_OPS 400000L
+/* The writer runs for C_MAX_NS at least and then until it has made
+ * C_MIN_OPS operations and each reader has 100 answers; C_CAP_NS only
+ * bounds a machine so loaded that this never comes (the test then fails
+ * on the counts, not on the time). */
 #define C_MAX_NS 3000000000LL
+#define C_MIN_OPS 10000L
+#define C_CAP_NS 40000000000LL
 
 static uint64_t caddr(int i)
 {
@@ -1987,7 +1993,7 @@ static void *reader_main(void *p)
 		if (r < 0 || r > 3)
 			conc_error(cc, "check(B pages [%d,%d), RW) returned %d", a, b, r);
 		else
-			rd->answers[r]++;
+			__atomic_add_fetch(&rd->answers[r], 1, __ATOMIC_RELAXED);
 		if (r != MMF_NOOP_PROVEN && r != MMF_BUSY)
 			conc_error(cc, "check(B pages [%d,%d), RW) = %s, expected NOOP_PROVEN (or BUSY)",
 				   a, b, ansstr(r));
@@ -2080,6 +2086,18 @@ static long long now_ns(void)
 	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+static int readers_done(struct reader *rd, int n)
+{
+	for (int i = 0; i < n; i++) {
+		long done = 0;
+		for (int k = 0; k < 3; k++)
+			done += __atomic_load_n(&rd[i].answers[k], __ATOMIC_RELAXED);
+		if (done < 100)
+			return 0;
+	}
+	return 1;
+}
+
 START_TEST(test_concurrent_readers)
 {
 	struct mmf_map m;
@@ -2113,7 +2131,8 @@ START_TEST(test_concurrent_readers)
 	long ops = 0;
 	long long t0 = now_ns();
 	for (; ops < C_WRITER_OPS; ops++) {
-		if ((ops & 1023) == 0 && now_ns() - t0 > C_MAX_NS)
+		if ((ops & 1023) == 0 && now_ns() - t0 > C_MAX_NS &&
+		    ((ops >= C_MIN_OPS && readers_done(rd, 2)) || now_ns() - t0 > C_CAP_NS))
 			break;
 		if ((ops & 1023) == 512)
 			sched_yield(); /* let the readers in on a busy machine */
@@ -2175,7 +2194,7 @@ START_TEST(test_concurrent_readers)
 			      "reader %d got only %ld answers (%ld BUSY) in %lld ms, %ld writer ops",
 			      i, done, rd[i].answers[3], elapsed / 1000000, ops);
 	}
-	REQUIRE(ops >= 10000, "writer did only %ld ops", ops);
+	REQUIRE(ops >= C_MIN_OPS, "writer did only %ld ops", ops);
 	ck_assert_int_eq(mmf_map_validate(&m), 0);
 	for (int k = 0; k < CB_NREC; k++) {
 		struct mmf_attr ka = cb_attr(k);
