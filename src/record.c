@@ -89,9 +89,10 @@ static void record_mmap(const struct mmf_op *op, long r)
 	 * it gets it back.  Otherwise a mapping of at least MMFOLD_THP_MIN is
 	 * advised at once under MMFOLD_THP=advise; under auto only when it is
 	 * a reservation (PROT_NONE) and max_ptes_none is the kernel's default,
-	 * else it is watched and advised once found densely touched (thp.c).  A range the program marked MADV_NOHUGEPAGE
-	 * never is, nor a MAP_STACK mapping (the kernel marks those
-	 * MADV_NOHUGEPAGE itself on recent kernels). */
+	 * else it is watched and advised once found densely touched (thp.c).
+	 * A range the program marked MADV_NOHUGEPAGE never is, nor a MAP_STACK
+	 * mapping (the kernel marks those MADV_NOHUGEPAGE itself on recent
+	 * kernels). */
 	int advise = 0, watch = 0;
 	if (anon && (flags & MAP_STACK))
 		a.adv_known &= (uint8_t)~(MMF_ADV_HUGEPAGE | MMF_ADV_NOHUGEPAGE);

@@ -14,11 +14,11 @@
  *     collapse: at most max_ptes_none pages missing), all but the emptiest
  *     (the frontier of an allocator that fills the mapping in order),
  *     would add at most 1/MMF_THP_SLACK of what it holds.
- * Both need the kernel's max_ptes_none at its default (a block missing
- * all its pages but one may become a huge page): an administrator who
- * lowered it asked that huge pages not fill sparsely touched memory, so
- * then no reservation is advised up front either; the read-write commits
- * inside it (MAP_FIXED) are watched like any read-write mapping.
+ * The first needs the kernel's max_ptes_none at its default (a block
+ * missing all its pages but one may become a huge page): an administrator
+ * who lowered it asked that huge pages not fill sparsely touched memory,
+ * so then no reservation is advised up front; its read-write commits
+ * (MAP_FIXED) are watched like any read-write mapping.
  * Everything here runs under the engine's writer lock, with raw system
  * calls only (no malloc, no stdio). */
 #ifndef MMF_THP_H
