@@ -9,6 +9,7 @@
 #include "core.h"
 #include "fmt.h"
 #include "sys.h"
+#include "thp.h"
 
 #define THP_DIR "/sys/kernel/mm/transparent_hugepage"
 
@@ -241,7 +242,8 @@ uint64_t align_plan(struct mmf_folio_policy *fp, const struct mmf_op *op)
 	 * Guile's libgc does, kept 25% more memory when such mappings moved). */
 	int advised = fp->thp_active && !fp->thp_disabled && len >= (uint64_t)cfg.v[MMF_OPT_THP_MIN] &&
 		      !(flags & MAP_STACK) &&
-		      (cfg.v[MMF_OPT_THP] == MMF_THP_ADVISE || (int)op->a[2] == PROT_NONE);
+		      mmf_thp_at_mmap(cfg.v[MMF_OPT_THP] == MMF_THP_ADVISE, (int)op->a[2] == PROT_NONE) ==
+			      MMF_THP_NOW;
 	return mmf_folio_align_for(&fp->sys, len, cfg.v[MMF_OPT_ALIGN], cfg.v[MMF_OPT_ALIGN_MIN], advised);
 }
 

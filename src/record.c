@@ -88,10 +88,11 @@ static void record_mmap(const struct mmf_op *op, long r)
 	 * heap inside its advised reservation) loses the flag in the kernel:
 	 * it gets it back.  Otherwise a mapping of at least MMFOLD_THP_MIN is
 	 * advised at once under MMFOLD_THP=advise; under auto only when it is
-	 * a reservation (PROT_NONE), else it is watched and advised once found
-	 * densely touched (thp.c).  A range the program marked MADV_NOHUGEPAGE
-	 * never is, nor a MAP_STACK mapping (the kernel marks those
-	 * MADV_NOHUGEPAGE itself on recent kernels). */
+	 * a reservation (PROT_NONE) and max_ptes_none is the kernel's default,
+	 * else it is watched and advised once found densely touched (thp.c).
+	 * A range the program marked MADV_NOHUGEPAGE never is, nor a MAP_STACK
+	 * mapping (the kernel marks those MADV_NOHUGEPAGE itself on recent
+	 * kernels). */
 	int advise = 0, watch = 0;
 	if (anon && (flags & MAP_STACK))
 		a.adv_known &= (uint8_t)~(MMF_ADV_HUGEPAGE | MMF_ADV_NOHUGEPAGE);
@@ -105,10 +106,9 @@ static void record_mmap(const struct mmf_op *op, long r)
 			big = big && !range_has_nohuge(s, e);
 		}
 		if (!advise && big) {
-			if (cfg.v[MMF_OPT_THP] == MMF_THP_ADVISE || prot == PROT_NONE)
-				advise = 1;
-			else
-				watch = 1;
+			int d = mmf_thp_at_mmap(cfg.v[MMF_OPT_THP] == MMF_THP_ADVISE, prot == PROT_NONE);
+			advise = d == MMF_THP_NOW;
+			watch = d == MMF_THP_LATER;
 		}
 	}
 	if (!(flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) &&

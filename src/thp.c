@@ -15,6 +15,10 @@
 static struct mmf_map *map;
 static size_t page;
 static uint64_t pmd, max_none;
+/* The block and max_ptes_none the rule at mmap sees: the kernel's
+ * defaults for 4 KiB pages until mmf_thp_init() (and where it finds no
+ * block to watch). */
+static uint64_t rule_per = 512, rule_none = 511;
 
 /* Watched mappings, as page numbers: a conservative collector that scans
  * every library's data as roots (libgc, Guile's collector, does) must not
@@ -43,6 +47,20 @@ void mmf_thp_count(struct mmf_thp_use *u, uint64_t n, uint64_t per_block, uint64
 	}
 }
 
+int mmf_thp_rule(int advise_all, int reservation, uint64_t per_block, uint64_t max_ptes_none)
+{
+	if (advise_all)
+		return MMF_THP_NOW;
+	if (!reservation)
+		return MMF_THP_LATER;
+	return per_block && max_ptes_none + 1 >= per_block ? MMF_THP_NOW : MMF_THP_LEAVE;
+}
+
+int mmf_thp_at_mmap(int advise_all, int reservation)
+{
+	return mmf_thp_rule(advise_all, reservation, rule_per, rule_none);
+}
+
 int mmf_thp_dense(const struct mmf_thp_use *u)
 {
 	return u->full > 0 && (u->fill - u->fill_max) * MMF_THP_SLACK <= u->resident;
@@ -56,6 +74,8 @@ void mmf_thp_init(struct mmf_map *m, size_t pg, uint64_t pmd_size, uint64_t max_
 	/* khugepaged scales max_ptes_none down for folios below PMD size */
 	uint64_t per = pmd_size / pg, pmd_pages = (2u << 20) / pg;
 	max_none = per < pmd_pages ? max_ptes_none * per / pmd_pages : max_ptes_none;
+	rule_per = per ? per : 512;
+	rule_none = per ? max_none : 511;
 	nw = 0;
 }
 

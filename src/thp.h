@@ -14,6 +14,11 @@
  *     collapse: at most max_ptes_none pages missing), all but the emptiest
  *     (the frontier of an allocator that fills the mapping in order),
  *     would add at most 1/MMF_THP_SLACK of what it holds.
+ * The first needs the kernel's max_ptes_none at its default (a block
+ * missing all its pages but one may become a huge page): an administrator
+ * who lowered it asked that huge pages not fill sparsely touched memory,
+ * so then no reservation is advised up front; its read-write commits
+ * (MAP_FIXED) are watched like any read-write mapping.
  * Everything here runs under the engine's writer lock, with raw system
  * calls only (no malloc, no stdio). */
 #ifndef MMF_THP_H
@@ -49,6 +54,21 @@ void mmf_thp_count(struct mmf_thp_use *u, uint64_t n, uint64_t per_block, uint64
 
 /* Does *u show a densely touched mapping (advise it)?  Pure. */
 int mmf_thp_dense(const struct mmf_thp_use *u);
+
+/* What to do with a new private anonymous mapping of at least
+ * MMFOLD_THP_MIN that is not MAP_STACK: leave it, advise it now, or
+ * watch it and advise it once found dense (later). */
+enum { MMF_THP_LEAVE, MMF_THP_NOW, MMF_THP_LATER };
+
+/* The rule, pure: advise_all is MMFOLD_THP=advise; reservation: the
+ * mapping is PROT_NONE; per_block pages in a PMD block and the kernel's
+ * max_ptes_none (scaled to that block). */
+int mmf_thp_rule(int advise_all, int reservation, uint64_t per_block, uint64_t max_ptes_none);
+
+/* mmf_thp_rule() with this process's block and max_ptes_none
+ * (mmf_thp_init; before it, or with nothing to watch, the kernel's
+ * default is assumed). */
+int mmf_thp_at_mmap(int advise_all, int reservation);
 
 /* Sets the shadow map, the page size, the PMD size (0: nothing to watch)
  * and the kernel's max_ptes_none. */

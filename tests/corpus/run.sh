@@ -28,6 +28,12 @@
 #        CLIENT_TIMEOUT  seconds allowed for a run without mmfold (default
 #                     300); a run with mmfold gets max(60, 10 x that run's
 #                     time), at most CLIENT_TIMEOUT
+#        CORPUS_PREWARM_MB  before every run, touch and free this many MiB
+#                     with MADV_HUGEPAGE (tools/bench/mprotect_loop.c; default
+#                     0: none).  On a VM with free page reporting the host
+#                     takes free 2 MiB blocks back within seconds and the
+#                     next huge page's first touch costs host faults
+#                     ("cold"); pre-warming measures the "warm" state
 #        CORPUS_SMAPS=1  also keep /proc/PID/smaps of every run's main
 #                     process at its peak Rss ($BUILD/raw/NAME.CONFIG.ROUND.smaps,
 #                     sampled every 50 ms; tools/smaps_sum.awk sums one)
@@ -44,6 +50,8 @@ REPS=${CORPUS_REPS:-1}
 TIMEOUT=${CLIENT_TIMEOUT:-300}
 STRICT=${CORPUS_STRICT:-0}
 SMAPS=${CORPUS_SMAPS:-0}
+PREWARM_MB=${CORPUS_PREWARM_MB:-0}
+[[ $PREWARM_MB =~ ^[0-9]+$ ]] || { echo "run.sh: CORPUS_PREWARM_MB must be a number of MiB" >&2; exit 2; }
 read -ra EXTRA_ENV <<<"${CLIENT_ENV:-}"
 for v in "${EXTRA_ENV[@]}"; do
 	[[ $v == *=* ]] || { echo "run.sh: CLIENT_ENV entry '$v' is not NAME=value" >&2; exit 2; }
@@ -93,6 +101,11 @@ done
 RUNSTAT=$BUILD/bin/runstat
 if [[ ! -x $RUNSTAT || $ROOT/tools/bench/runstat.c -nt $RUNSTAT ]]; then
 	${CC:-gcc} -std=gnu11 -O2 -Wall -Wextra -Werror -o "$RUNSTAT" "$ROOT/tools/bench/runstat.c" -pthread
+fi
+
+PREWARM=$BUILD/bin/mprotect_loop
+if ((PREWARM_MB > 0)) && [[ ! -x $PREWARM || $ROOT/tools/bench/mprotect_loop.c -nt $PREWARM ]]; then
+	${CC:-gcc} -std=gnu11 -O2 -Wall -Wextra -Werror -o "$PREWARM" "$ROOT/tools/bench/mprotect_loop.c" -pthread
 fi
 
 # ---------------------------------------------------------------- runtimes
@@ -279,7 +292,7 @@ T_START=$(date +%s)
 
 echo "mmfold corpus of runtimes"
 echo "  library: $MMFOLD_LIB"
-echo "  configurations: ${CONFIGS[*]}${EXTRA_ENV[*]:+ (mmfold runs also: ${EXTRA_ENV[*]})}; rounds: $REPS"
+echo "  configurations: ${CONFIGS[*]}${EXTRA_ENV[*]:+ (mmfold runs also: ${EXTRA_ENV[*]})}; rounds: $REPS; pre-warm: ${PREWARM_MB} MiB"
 echo "  THP: $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo absent); output: $BUILD"
 
 for name in "${names[@]}"; do
@@ -320,6 +333,9 @@ for name in "${names[@]}"; do
 			fi
 			sm=(-i 0)
 			[[ $SMAPS == 1 ]] && sm=(-i 50 -s "$BUILD/raw/$tag.smaps")
+			if ((PREWARM_MB > 0)); then
+				env "${CLEAN_ENV[@]}" "$PREWARM" -m "$PREWARM_MB" -r 0 -p huge >/dev/null || true
+			fi
 			st=0
 			timeout -k 10 "$t" "$RUNSTAT" "${sm[@]}" -o "$BUILD/raw/$tag.stat" -- \
 				env "${CLEAN_ENV[@]}" "${cenv[@]}" "${stats[@]}" "${CMD[@]}" \
@@ -409,7 +425,7 @@ for c in "${CONFIGS[@]}"; do hdr+=" minor faults $c |"; sep+="---:|"; done
 {
 	echo "Corpus of runtimes: configurations ${CONFIGS[*]}${EXTRA_ENV[*]:+ (mmfold runs also ${EXTRA_ENV[*]})}, $REPS round(s), alternating in each round."
 	echo "Counters: all intercepted calls of the first mmfold configuration, first round, summed over processes."
-	echo "RSS: peak of the largest process (wait4 rusage); cells are median (min-max) over the rounds."
+	echo "RSS: peak of the largest process (wait4 rusage); cells are median (min-max) over the rounds; memory pre-warmed before every run: ${PREWARM_MB} MiB (0: cold)."
 	echo "THP setting: $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo absent); $(nproc) CPUs; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
 	echo
 	echo "$hdr"

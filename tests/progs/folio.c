@@ -13,14 +13,24 @@
  *                  read-write mapping (each followed by 64 forwarded
  *                  calls, when MMFOLD_THP=auto looks at them), a
  *                  reservation and a commit inside it, a MAP_STACK
- *                  mapping, a dense one the program marked NOHUGEPAGE */
+ *                  mapping, a dense one the program marked NOHUGEPAGE
+ *   folio commits [N]  a reservation committed three ways (MAP_FIXED then
+ *                  touched densely, MAP_FIXED then touched one page per
+ *                  2 MiB block, mprotect to read-write then touched
+ *                  densely), 64 forwarded calls, then which ranges carry
+ *                  hg.  With N, first binds a file holding N over
+ *                  khugepaged/max_ptes_none in a mount namespace of its
+ *                  own and runs itself again (root; "cannot: ..." and exit
+ *                  77 where it cannot) */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -207,6 +217,54 @@ int main(int argc, char **argv)
 			printf("%s: hg %d\n", m[i].name, has(f, "hg"));
 		}
 		printf("content ok: %s\n", dense[12345] == 1 && dense[5 * blk] == 2 && sparse[4096] == 1 ? "yes" : "NO");
+	} else if (!strcmp(what, "commits") && argc > 2) {
+		/* the library reads max_ptes_none when it starts: set it in a
+		 * namespace of our own, then start again without the argument */
+		static const char knob[] = "/sys/kernel/mm/transparent_hugepage/khugepaged/max_ptes_none";
+		char tmp[] = "/tmp/folio-ptes-XXXXXX";
+		int fd = mkstemp(tmp);
+		if (fd < 0 || write(fd, argv[2], strlen(argv[2])) < 0 || write(fd, "\n", 1) != 1)
+			return 5;
+		close(fd);
+		if (unshare(CLONE_NEWNS) || mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+		    mount(tmp, knob, NULL, MS_BIND, NULL)) {
+			perror("cannot: a private mount over max_ptes_none");
+			unlink(tmp);
+			return 77;
+		}
+		unlink(tmp); /* the bind keeps the file */
+		char *again[] = {argv[0], (char *)"commits", NULL};
+		execv("/proc/self/exe", again);
+		return 6;
+	} else if (!strcmp(what, "commits")) {
+		char f[512];
+		size_t big = 64 << 20, blk = 2 << 20;
+		char *tick = must_map(NULL, 4096, PROT_READ | PROT_WRITE, 0);
+		char *res = must_map(NULL, big, PROT_NONE, MAP_NORESERVE);
+		char *base = (char *)(((uintptr_t)res + blk - 1) & ~(uintptr_t)(blk - 1));
+		char *dense = must_map(base, 8 * blk, PROT_READ | PROT_WRITE, MAP_FIXED);
+		char *sparse = must_map(base + 10 * blk, 8 * blk, PROT_READ | PROT_WRITE, MAP_FIXED);
+		char *prot = base + 20 * blk;
+		if (mprotect(prot, 4 * blk, PROT_READ | PROT_WRITE))
+			return 4;
+		memset(dense, 1, 4 * blk);
+		for (int i = 0; i < 8; i++)
+			sparse[(size_t)i * blk + 4096] = 1;
+		memset(prot, 3, 4 * blk);
+		for (int i = 0; i < 64; i++)
+			if (mprotect(tick, 4096, i % 2 ? PROT_READ | PROT_WRITE : PROT_READ))
+				return 7;
+		memset(dense + 4 * blk, 2, 4 * blk);
+		printf("max_ptes_none: %s", slurp("/sys/kernel/mm/transparent_hugepage/khugepaged/max_ptes_none"));
+		struct { const char *name; char *p; } m[] = {
+			{"reserved", base + 28 * blk}, {"dense commit", dense},
+			{"sparse commit", sparse}, {"mprotect commit", prot}};
+		for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
+			vmflags(m[i].p, f, sizeof f);
+			printf("%s: hg %d\n", m[i].name, has(f, "hg"));
+		}
+		printf("content ok: %s\n",
+		       dense[12345] == 1 && dense[5 * blk] == 2 && sparse[4096] == 1 && prot[blk] == 3 ? "yes" : "NO");
 	} else if (!strcmp(what, "inherit")) {
 		char f[512];
 		char *res = must_map(NULL, 64 << 20, PROT_NONE, MAP_NORESERVE);

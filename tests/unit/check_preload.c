@@ -430,6 +430,65 @@ START_TEST(folio_policy)
 }
 END_TEST
 
+/* A reservation committed by MAP_FIXED (densely and sparsely touched) and
+ * by mprotect.  With the kernel's max_ptes_none at its default, auto
+ * advises the reservation at once and every commit keeps or gets the
+ * advice; with max_ptes_none lowered (64, and 0) nothing is advised up
+ * front: the MAP_FIXED commits are watched and only the dense one is
+ * advised, the mprotect commit stays as the kernel made it.  The lowered
+ * value is bound over the sysfs file in a mount namespace of the test
+ * program's own (root only; elsewhere that half cannot run). */
+START_TEST(folio_commits)
+{
+	struct result r;
+	if (!thp_madvise()) {
+		fprintf(stderr, "folio_commits: THP is not in madvise mode here: auto advises nothing, "
+				"cannot run\n");
+		return;
+	}
+	const char *env[] = {"MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
+	char *argv[] = {prog("folio"), (char *)"commits", NULL, NULL};
+	run(&r, 1, env, argv);
+	ck_assert_msg(r.status == 0 && strstr(r.out, "content ok: yes"), "%d %s%s", r.status, r.out, r.err);
+	if (strstr(r.out, "max_ptes_none: 511\n")) {
+		ck_assert_msg(strstr(r.out, "reserved: hg 1") && strstr(r.out, "dense commit: hg 1") &&
+				      strstr(r.out, "sparse commit: hg 1") && strstr(r.out, "mprotect commit: hg 1"),
+			      "%s", r.out);
+		ck_assert_msg(jfield(r.err, "events", "thp_advised") == 3 &&
+				      jfield(r.err, "events", "thp_watched") == 0,
+			      "%s", r.err);
+	} else {
+		fprintf(stderr, "folio_commits: max_ptes_none is not 511 here (%s): the default case "
+				"cannot run\n", r.out);
+	}
+	static const char *const lowered[] = {"64", "0"};
+	for (int i = 0; i < 2; i++) {
+		argv[2] = (char *)lowered[i];
+		run(&r, 1, env, argv);
+		if (r.status == 77) {
+			fprintf(stderr, "folio_commits: %s", r.err);
+			return;
+		}
+		ck_assert_msg(r.status == 0 && strstr(r.out, "content ok: yes"), "%d %s%s", r.status, r.out, r.err);
+		ck_assert_msg(strstr(r.out, "reserved: hg 0") && strstr(r.out, "dense commit: hg 1") &&
+				      strstr(r.out, "sparse commit: hg 0") && strstr(r.out, "mprotect commit: hg 0"),
+			      "max_ptes_none %s:\n%s", lowered[i], r.out);
+		ck_assert_msg(jfield(r.err, "events", "thp_advised") == 1 &&
+				      jfield(r.err, "events", "thp_advised_dense") == 1 &&
+				      jfield(r.err, "events", "thp_watched") == 2,
+			      "%s", r.err);
+	}
+	/* advise: the earlier rule, whatever max_ptes_none says */
+	const char *env_adv[] = {"MMFOLD_THP=advise", NULL};
+	argv[2] = (char *)"64";
+	run(&r, 1, env_adv, argv);
+	if (r.status != 77)
+		ck_assert_msg(strstr(r.out, "reserved: hg 1") && strstr(r.out, "sparse commit: hg 1") &&
+				      strstr(r.out, "mprotect commit: hg 1"),
+			      "%s", r.out);
+}
+END_TEST
+
 /* ---- the batch API ---- */
 
 /* argv run without the library (the API's weak symbols are then absent and
@@ -1132,6 +1191,7 @@ Suite *preload_suite(void)
 	tcase_add_test(f, folio_nohuge);
 	tcase_add_test(f, folio_inherit);
 	tcase_add_test(f, folio_policy);
+	tcase_add_test(f, folio_commits);
 	suite_add_tcase(s, f);
 	TCase *b = tcase_create("batch");
 	tcase_add_checked_fixture(b, setup, teardown);

@@ -1,5 +1,5 @@
-/* The density rule of MMFOLD_THP=auto (src/thp.c): which residency of a
- * watched mapping's 2 MiB blocks gets it advised. */
+/* The rule of MMFOLD_THP=auto (src/thp.c): what a new mapping gets, and
+ * which residency of a watched mapping's 2 MiB blocks gets it advised. */
 #include <check.h>
 #include <string.h>
 
@@ -69,12 +69,36 @@ START_TEST(thp_count_fields)
 }
 END_TEST
 
+/* advise: everything now; auto: a read-write mapping later (watched), a
+ * reservation now only with max_ptes_none at the kernel's default (a block
+ * one page short of empty may fill), else left (its commits are watched). */
+START_TEST(thp_mmap_rule)
+{
+	for (int res = 0; res < 2; res++)
+		for (unsigned none = 0; none < PER; none += 73)
+			ck_assert_int_eq(mmf_thp_rule(1, res, PER, none), MMF_THP_NOW);
+	ck_assert_int_eq(mmf_thp_rule(0, 0, PER, 511), MMF_THP_LATER);
+	ck_assert_int_eq(mmf_thp_rule(0, 0, PER, 0), MMF_THP_LATER);
+	ck_assert_int_eq(mmf_thp_rule(0, 1, PER, 511), MMF_THP_NOW);
+	ck_assert_int_eq(mmf_thp_rule(0, 1, PER, 510), MMF_THP_LEAVE);
+	ck_assert_int_eq(mmf_thp_rule(0, 1, PER, 64), MMF_THP_LEAVE);
+	ck_assert_int_eq(mmf_thp_rule(0, 1, PER, 0), MMF_THP_LEAVE);
+	/* 16 KiB pages: 2048 pages in a 32 MiB block */
+	ck_assert_int_eq(mmf_thp_rule(0, 1, 2048, 2047), MMF_THP_NOW);
+	ck_assert_int_eq(mmf_thp_rule(0, 1, 2048, 511), MMF_THP_LEAVE);
+	/* 64 KiB blocks (16 pages): the kernel scales 511 down to 15 */
+	ck_assert_int_eq(mmf_thp_rule(0, 1, 16, 511 * 16 / PER), MMF_THP_NOW);
+	ck_assert_int_eq(mmf_thp_rule(0, 1, 0, 511), MMF_THP_LEAVE); /* no block */
+}
+END_TEST
+
 Suite *thp_suite(void)
 {
 	Suite *s = suite_create("thp");
 	TCase *t = tcase_create("rule");
 	tcase_add_test(t, thp_dense_rule);
 	tcase_add_test(t, thp_count_fields);
+	tcase_add_test(t, thp_mmap_rule);
 	suite_add_tcase(s, t);
 	return s;
 }
