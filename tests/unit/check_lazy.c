@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "lazy.h"
 #include "suites.h"
@@ -102,6 +103,7 @@ END_TEST
 static struct mmf_lazy shared;
 static int stop_readers;
 static long reads_seen;
+static long reads_live; /* answers so far, read by the writer */
 
 static void *reader(void *arg)
 {
@@ -113,6 +115,7 @@ static void *reader(void *arg)
 			int r = mmf_lazy_find(&shared, BASE + pg * PG, &f);
 			if (r == 1) {
 				seen++;
+				__atomic_fetch_add(&reads_live, 1, __ATOMIC_RELAXED);
 				/* state A: [0,16) want 3; state B: [0,8) want 5 and
 				 * [8,16) want 6; between them [0,8) 5 and [8,16) 3 */
 				int okA = f.s == BASE && f.e == BASE + 16 * PG && f.want == 3;
@@ -140,7 +143,18 @@ START_TEST(concurrent_readers)
 	__atomic_store_n(&stop_readers, 0, __ATOMIC_RELAXED);
 	for (int i = 0; i < 2; i++)
 		pthread_create(&t[i], NULL, reader, NULL);
-	for (int i = 0; i < 200000; i++) {
+	/* 200,000 changes at least, then on until the readers have 1,000
+	 * answers (on a loaded machine they may not have run yet); 30 s
+	 * bound a machine where they never do (the test fails on the count). */
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (long i = 0;; i++) {
+		if (i >= 200000 && i % 1000 == 0) {
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			if (__atomic_load_n(&reads_live, __ATOMIC_RELAXED) >= 1000 ||
+			    t1.tv_sec - t0.tv_sec > 30)
+				break;
+		}
 		if (i % 1000 == 0)
 			sched_yield(); /* let the readers in on a busy machine */
 		if (i & 1) {
