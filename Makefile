@@ -46,7 +46,7 @@ DEPS_CORPUS  := python3 pypy3 mono-runtime mono-mcs guile-3.0 ruby sbcl erlang-n
 		php-cli chezscheme ghc
 
 .PHONY: all lib check check-unit check-preload soak check-clients check-clients-repeat check-corpus check-browser deps-browser \
-	bench-live check-symbols check-footprint check-wx-yjit demo bench bench-thp bench-shape bench-lazy bench-wx bench-corpus \
+	bench-live bench-instr check-symbols check-footprint check-wx-yjit demo bench bench-thp bench-shape bench-lazy bench-wx bench-corpus \
 	bench-bin asan tsan valgrind deps-build deps-check deps-clients deps-corpus install uninstall clean
 
 all: lib
@@ -196,6 +196,13 @@ bench-lazy: $(LIB)
 # alternating wall time on the Boehm-GC demo program and boehm_inc.
 bench-live: deps-clients $(LIB)
 	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/bench_live tools/bench_live.sh
+
+# Instructions per call on the hot paths (tools/bench_instr.sh): skip,
+# forward, toggle, W^X flip and the libc wrappers under callgrind, without
+# mmfold, with MMFOLD_MODE=off and in safe mode; INSTR_LIMITS=1 fails when a
+# path is above its limit.  About a minute.
+bench-instr: deps-check $(LIB)
+	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/bench_instr tools/bench_instr.sh
 
 # Large-folio benchmarks (root: switches hugepages-64kB/enabled and restores it).
 bench-thp: deps-clients $(LIB)
