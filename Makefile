@@ -27,8 +27,8 @@ LIBS     := -ldl -pthread
 # dlopen'ed at run time, only when MMFOLD_PROFILE > 0 (preload/unwind.c).
 UNWIND_CFLAGS = $(shell $(PKG_CONFIG) --cflags libunwind 2>/dev/null)
 
-ENGINE_SRC  := src/sys.c src/map.c src/mapread.c src/fmt.c src/config.c src/stats.c src/base.c src/wlock.c \
-	       src/question.c src/record.c src/decide.c src/lazymode.c src/life.c src/engine.c \
+ENGINE_SRC  := src/sys.c src/map.c src/mapread.c src/fast.c src/fmt.c src/config.c src/stats.c src/base.c src/wlock.c \
+	       src/question.c src/record.c src/decide.c src/lazymode.c src/life.c src/engine.c src/fastrun.c \
 	       src/report.c src/verify.c src/folio.c src/batch.c src/lazy.c src/sigchain.c \
 	       src/sigrestore.S src/profile.c src/shape.c src/wxtab.c src/wx.c src/live.c src/thp.c
 PRELOAD_SRC := preload/next.c preload/init.c preload/mman.c preload/madvise.c \

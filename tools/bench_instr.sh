@@ -17,6 +17,12 @@
 #        INSTR_CALLS  calls per workload (default 20000)
 #        INSTR_ENV    extra VAR=VALUE settings for the mmfold runs
 #        INSTR_LIMITS 1: exit 1 when a path is above its limit (below)
+#        INSTR_WALL   N: instead of counting, time the workloads by wall
+#                     clock, N alternating rounds (none, safe, none, ...;
+#                     at least 7) of INSTR_CALLS calls, and print ns per
+#                     call, median (min-max), and safe/none
+#        INSTR_BASE   with INSTR_WALL: another libmmfold.so timed in the
+#                     same rounds (none, base, safe), e.g. an older build
 # Limits (issue "hot paths at the limit"): a skipped call at most 60
 # instructions in all; a forwarded one-page mprotect at most 100 added over
 # the bare call; the libc wrappers at most 10 added.
@@ -29,12 +35,46 @@ read -r -a XENV <<<"${INSTR_ENV:-}"
 WORKLOADS=("$@")
 ((${#WORKLOADS[@]})) || WORKLOADS=(skip forward toggle wx write read open sigaction sigmask)
 
+BIN=$BUILD/instr
+$CC -std=gnu11 -O2 -g -o "$BIN" "$ROOT/tools/bench/instr.c" -pthread
+
+if [[ -n ${INSTR_WALL:-} ]]; then
+	R=$INSTR_WALL
+	((R >= 7)) || R=7
+	CFGS=(none)
+	[[ -n ${INSTR_BASE:-} ]] && CFGS+=(base)
+	CFGS+=(safe)
+	echo "wall time per call, $R alternating rounds of ${CFGS[*]} ($N calls each; machine load: $(cut -d' ' -f1-3 /proc/loadavg))"
+	printf '  %-10s' workload
+	for c in "${CFGS[@]}"; do printf ' %-26s' "$c ns/call (min-max)"; done
+	printf ' %s\n' "safe/none"
+	for w in "${WORKLOADS[@]}"; do
+		for c in "${CFGS[@]}"; do : >"$BUILD/$w.wall.$c"; done
+		for ((i = 0; i < R; i++)); do
+			for c in "${CFGS[@]}"; do
+				case $c in
+				none) pre=() ;;
+				base) pre=(LD_PRELOAD="$INSTR_BASE" "${XENV[@]}") ;;
+				safe) pre=(LD_PRELOAD="$MMFOLD_LIB" "${XENV[@]}") ;;
+				esac
+				env "${CLEAN_ENV[@]}" "${pre[@]}" "$BIN" "$w" "$N" | awk '{print $1}' >>"$BUILD/$w.wall.$c"
+			done
+		done
+		printf '  %-10s' "$w"
+		for c in "${CFGS[@]}"; do
+			read -r m a b <<<"$(summary "$BUILD/$w.wall.$c")"
+			printf ' %-26s' "$m ($a-$b)"
+			eval "med_$c=$m"
+		done
+		awk -v a="$med_safe" -v b="$med_none" 'BEGIN { printf " %.3f\n", a / b }'
+	done
+	exit 0
+fi
+
 if ! command -v valgrind >/dev/null; then
 	echo "SKIP: valgrind is not installed (make deps-check installs it)"
 	exit 0
 fi
-BIN=$BUILD/instr
-$CC -std=gnu11 -O2 -g -o "$BIN" "$ROOT/tools/bench/instr.c" -pthread
 
 # instructions counted inside loop() for: config workload
 count() {
@@ -56,7 +96,7 @@ count() {
 
 limit_of() { # workload -> "added" limit, or "total:N" for the skip
 	case $1 in
-	skip) echo total:60 ;;
+	skip) echo 60 ;;
 	forward) echo 100 ;;
 	write | read | open | sigaction | sigmask) echo 10 ;;
 	*) echo - ;;
