@@ -27,8 +27,8 @@ LIBS     := -ldl -pthread
 # dlopen'ed at run time, only when MMFOLD_PROFILE > 0 (preload/unwind.c).
 UNWIND_CFLAGS = $(shell $(PKG_CONFIG) --cflags libunwind 2>/dev/null)
 
-ENGINE_SRC  := src/sys.c src/map.c src/mapread.c src/fmt.c src/config.c src/stats.c src/base.c src/wlock.c \
-	       src/question.c src/record.c src/decide.c src/lazymode.c src/life.c src/engine.c \
+ENGINE_SRC  := src/sys.c src/map.c src/mapread.c src/fast.c src/fmt.c src/config.c src/stats.c src/base.c src/wlock.c \
+	       src/question.c src/record.c src/decide.c src/lazymode.c src/life.c src/engine.c src/fastrun.c \
 	       src/report.c src/verify.c src/folio.c src/batch.c src/lazy.c src/sigchain.c \
 	       src/sigrestore.S src/profile.c src/shape.c src/wxtab.c src/wx.c src/live.c src/thp.c
 PRELOAD_SRC := preload/next.c preload/init.c preload/mman.c preload/madvise.c \
@@ -46,7 +46,7 @@ DEPS_CORPUS  := python3 pypy3 mono-runtime mono-mcs guile-3.0 ruby sbcl erlang-n
 		php-cli chezscheme ghc
 
 .PHONY: all lib check check-unit check-preload soak check-clients check-clients-repeat check-corpus check-browser deps-browser \
-	bench-live check-symbols check-footprint check-layers check-wx-yjit demo bench bench-thp bench-shape bench-lazy bench-wx bench-corpus \
+	bench-live bench-instr check-symbols check-footprint check-layers check-wx-yjit demo bench bench-thp bench-shape bench-lazy bench-wx bench-corpus \
 	bench-bin asan tsan valgrind deps-build deps-check deps-clients deps-corpus install uninstall clean
 
 all: lib
@@ -201,6 +201,13 @@ bench-lazy: $(LIB)
 # alternating wall time on the Boehm-GC demo program and boehm_inc.
 bench-live: deps-clients $(LIB)
 	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/bench_live tools/bench_live.sh
+
+# Instructions per call on the hot paths (tools/bench_instr.sh): skip,
+# forward, toggle, W^X flip and the libc wrappers under callgrind, without
+# mmfold, with MMFOLD_MODE=off and in safe mode; INSTR_LIMITS=1 fails when a
+# path is above its limit.  About a minute.
+bench-instr: deps-check $(LIB)
+	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/bench_instr tools/bench_instr.sh
 
 # Large-folio benchmarks (root: switches hugepages-64kB/enabled and restores it).
 bench-thp: deps-clients $(LIB)

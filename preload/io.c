@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "next.h"
+#include "../src/fast.h"
 
 #define MMF_IO_SYMBOLS(X)                                                      \
 	X(read, ssize_t, (int, void *, size_t))                                \
@@ -58,52 +59,83 @@ void mmf_io_resolve(void)
 #undef X
 }
 
+/* Outside lazy mode a wrapper costs a load and a branch before the next
+ * definition (fast.h's mmf_fast_lazy, inline). */
+#define BUF(p, n)                                                              \
+	do {                                                                   \
+		if (__builtin_expect(mmf_fast_lazy, 0))                        \
+			mmf_lazy_buffer(p, n);                                 \
+	} while (0)
+
 static void iov(const struct iovec *v, long n)
 {
-	if (!v || n <= 0)
+	if (!mmf_fast_lazy || !v || n <= 0)
 		return;
-	mmf_lazy_buffer((uint64_t)(uintptr_t)(v), (size_t)n * sizeof *v);
+	BUF((uint64_t)(uintptr_t)(v), (size_t)n * sizeof *v);
 	for (long i = 0; i < n && i < 1024; i++)
-		mmf_lazy_buffer((uint64_t)(uintptr_t)(v[i].iov_base), v[i].iov_len);
+		BUF((uint64_t)(uintptr_t)(v[i].iov_base), v[i].iov_len);
 }
 
 static void msg(const struct msghdr *m)
 {
-	if (!m)
+	if (!mmf_fast_lazy || !m)
 		return;
-	mmf_lazy_buffer((uint64_t)(uintptr_t)(m), sizeof *m);
-	mmf_lazy_buffer((uint64_t)(uintptr_t)(m->msg_name), m->msg_namelen);
+	BUF((uint64_t)(uintptr_t)(m), sizeof *m);
+	BUF((uint64_t)(uintptr_t)(m->msg_name), m->msg_namelen);
 	iov(m->msg_iov, (long)m->msg_iovlen);
-	mmf_lazy_buffer((uint64_t)(uintptr_t)(m->msg_control), m->msg_controllen);
+	BUF((uint64_t)(uintptr_t)(m->msg_control), m->msg_controllen);
 }
 
 /* The next definition when known, else the system call (before mmfold's
  * constructor ran). */
 #define NEXT(name, sysargs, ...)                                               \
-	(next_io.name ? next_io.name(__VA_ARGS__) : mmf_libc_ret(mmf_sys6 sysargs))
+	(next_io.name ? next_io.name(__VA_ARGS__) : raw sysargs)
 
-MMF_EXPORT ssize_t read(int fd, void *b, size_t n)
+/* Apart and cold, so that the usual course saves no registers. */
+static __attribute__((noinline, cold)) long raw(long nr, long a, long b, long c, long d, long e,
+						long f)
+{
+	return mmf_libc_ret(mmf_sys6(nr, a, b, c, d, e, f));
+}
+
+/* read and write, the most frequent: lazy mode's course apart, so that
+ * the usual one saves no registers (a load, a branch, the jump on). */
+static __attribute__((noinline)) ssize_t read_lazy(int fd, void *b, size_t n)
 {
 	mmf_lazy_buffer((uint64_t)(uintptr_t)(b), n);
 	return NEXT(read, (SYS_read, fd, (long)b, (long)n, 0, 0, 0), fd, b, n);
 }
 
-MMF_EXPORT ssize_t write(int fd, const void *b, size_t n)
+MMF_EXPORT ssize_t read(int fd, void *b, size_t n)
+{
+	if (__builtin_expect(mmf_fast_lazy, 0))
+		return read_lazy(fd, b, n);
+	return NEXT(read, (SYS_read, fd, (long)b, (long)n, 0, 0, 0), fd, b, n);
+}
+
+static __attribute__((noinline)) ssize_t write_lazy(int fd, const void *b, size_t n)
 {
 	mmf_lazy_buffer((uint64_t)(uintptr_t)(b), n);
 	return NEXT(write, (SYS_write, fd, (long)b, (long)n, 0, 0, 0), fd, b, n);
 }
 
+MMF_EXPORT ssize_t write(int fd, const void *b, size_t n)
+{
+	if (__builtin_expect(mmf_fast_lazy, 0))
+		return write_lazy(fd, b, n);
+	return NEXT(write, (SYS_write, fd, (long)b, (long)n, 0, 0, 0), fd, b, n);
+}
+
 MMF_EXPORT ssize_t pread(int fd, void *b, size_t n, off_t o)
 {
-	mmf_lazy_buffer((uint64_t)(uintptr_t)(b), n);
+	BUF((uint64_t)(uintptr_t)(b), n);
 	return NEXT(pread, (SYS_pread64, fd, (long)b, (long)n, o, 0, 0), fd, b, n, o);
 }
 MMF_EXPORT ssize_t pread64(int fd, void *b, size_t n, off_t o) __attribute__((alias("pread")));
 
 MMF_EXPORT ssize_t pwrite(int fd, const void *b, size_t n, off_t o)
 {
-	mmf_lazy_buffer((uint64_t)(uintptr_t)(b), n);
+	BUF((uint64_t)(uintptr_t)(b), n);
 	return NEXT(pwrite, (SYS_pwrite64, fd, (long)b, (long)n, o, 0, 0), fd, b, n, o);
 }
 MMF_EXPORT ssize_t pwrite64(int fd, const void *b, size_t n, off_t o) __attribute__((alias("pwrite")));
@@ -154,16 +186,16 @@ MMF_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *v, int n, off_t o, in
 
 MMF_EXPORT ssize_t recv(int fd, void *b, size_t n, int fl)
 {
-	mmf_lazy_buffer((uint64_t)(uintptr_t)(b), n);
+	BUF((uint64_t)(uintptr_t)(b), n);
 	return NEXT(recv, (SYS_recvfrom, fd, (long)b, (long)n, fl, 0, 0), fd, b, n, fl);
 }
 
 MMF_EXPORT ssize_t recvfrom(int fd, void *b, size_t n, int fl, struct sockaddr *a, socklen_t *al)
 {
-	mmf_lazy_buffer((uint64_t)(uintptr_t)(b), n);
+	BUF((uint64_t)(uintptr_t)(b), n);
 	if (a && al) {
-		mmf_lazy_buffer((uint64_t)(uintptr_t)(al), sizeof *al);
-		mmf_lazy_buffer((uint64_t)(uintptr_t)(a), *al);
+		BUF((uint64_t)(uintptr_t)(al), sizeof *al);
+		BUF((uint64_t)(uintptr_t)(a), *al);
 	}
 	return NEXT(recvfrom, (SYS_recvfrom, fd, (long)b, (long)n, fl, (long)a, (long)al), fd, b, n,
 		    fl, a, al);
@@ -177,7 +209,7 @@ MMF_EXPORT ssize_t recvmsg(int fd, struct msghdr *m, int fl)
 
 MMF_EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned n, int fl, struct timespec *t)
 {
-	mmf_lazy_buffer((uint64_t)(uintptr_t)(v), (size_t)n * sizeof *v);
+	BUF((uint64_t)(uintptr_t)(v), (size_t)n * sizeof *v);
 	for (unsigned i = 0; v && i < n && i < 1024; i++)
 		msg(&v[i].msg_hdr);
 	return (int)NEXT(recvmmsg, (SYS_recvmmsg, fd, (long)v, n, fl, (long)t, 0), fd, v, n, fl, t);
@@ -185,15 +217,15 @@ MMF_EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned n, int fl, struct ti
 
 MMF_EXPORT ssize_t send(int fd, const void *b, size_t n, int fl)
 {
-	mmf_lazy_buffer((uint64_t)(uintptr_t)(b), n);
+	BUF((uint64_t)(uintptr_t)(b), n);
 	return NEXT(send, (SYS_sendto, fd, (long)b, (long)n, fl, 0, 0), fd, b, n, fl);
 }
 
 MMF_EXPORT ssize_t sendto(int fd, const void *b, size_t n, int fl, const struct sockaddr *a,
 			  socklen_t al)
 {
-	mmf_lazy_buffer((uint64_t)(uintptr_t)(b), n);
-	mmf_lazy_buffer((uint64_t)(uintptr_t)(a), al);
+	BUF((uint64_t)(uintptr_t)(b), n);
+	BUF((uint64_t)(uintptr_t)(a), al);
 	return NEXT(sendto, (SYS_sendto, fd, (long)b, (long)n, fl, (long)a, al), fd, b, n, fl, a,
 		    al);
 }
@@ -206,7 +238,7 @@ MMF_EXPORT ssize_t sendmsg(int fd, const struct msghdr *m, int fl)
 
 MMF_EXPORT int sendmmsg(int fd, struct mmsghdr *v, unsigned n, int fl)
 {
-	mmf_lazy_buffer((uint64_t)(uintptr_t)(v), (size_t)n * sizeof *v);
+	BUF((uint64_t)(uintptr_t)(v), (size_t)n * sizeof *v);
 	for (unsigned i = 0; v && i < n && i < 1024; i++)
 		msg(&v[i].msg_hdr);
 	return (int)NEXT(sendmmsg, (SYS_sendmmsg, fd, (long)v, n, fl, 0, 0), fd, v, n, fl);
@@ -215,13 +247,13 @@ MMF_EXPORT int sendmmsg(int fd, struct mmsghdr *v, unsigned n, int fl)
 /* _FORTIFY_SOURCE's checked versions call libc's read internally. */
 MMF_EXPORT ssize_t __read_chk(int fd, void *b, size_t n, size_t bl)
 {
-	mmf_lazy_buffer((uint64_t)(uintptr_t)(b), n < bl ? n : bl);
+	BUF((uint64_t)(uintptr_t)(b), n < bl ? n : bl);
 	return NEXT(__read_chk, (SYS_read, fd, (long)b, (long)n, 0, 0, 0), fd, b, n, bl);
 }
 
 MMF_EXPORT ssize_t __pread_chk(int fd, void *b, size_t n, off_t o, size_t bl)
 {
-	mmf_lazy_buffer((uint64_t)(uintptr_t)(b), n < bl ? n : bl);
+	BUF((uint64_t)(uintptr_t)(b), n < bl ? n : bl);
 	return NEXT(__pread_chk, (SYS_pread64, fd, (long)b, (long)n, o, 0, 0), fd, b, n, o, bl);
 }
 MMF_EXPORT ssize_t __pread64_chk(int fd, void *b, size_t n, off_t o, size_t bl)
@@ -229,14 +261,14 @@ MMF_EXPORT ssize_t __pread64_chk(int fd, void *b, size_t n, off_t o, size_t bl)
 
 MMF_EXPORT ssize_t __recv_chk(int fd, void *b, size_t n, size_t bl, int fl)
 {
-	mmf_lazy_buffer((uint64_t)(uintptr_t)(b), n < bl ? n : bl);
+	BUF((uint64_t)(uintptr_t)(b), n < bl ? n : bl);
 	return NEXT(__recv_chk, (SYS_recvfrom, fd, (long)b, (long)n, fl, 0, 0), fd, b, n, bl, fl);
 }
 
 MMF_EXPORT ssize_t __recvfrom_chk(int fd, void *b, size_t n, size_t bl, int fl, struct sockaddr *a,
 				  socklen_t *al)
 {
-	mmf_lazy_buffer((uint64_t)(uintptr_t)(b), n < bl ? n : bl);
+	BUF((uint64_t)(uintptr_t)(b), n < bl ? n : bl);
 	return NEXT(__recvfrom_chk, (SYS_recvfrom, fd, (long)b, (long)n, fl, (long)a, (long)al), fd,
 		    b, n, bl, fl, a, al);
 }
@@ -246,7 +278,7 @@ MMF_EXPORT ssize_t __recvfrom_chk(int fd, void *b, size_t n, size_t bl, int fl, 
  * pagemap) is opened. */
 static void own_maps(const char *path)
 {
-	if (!path || path[0] != '/' || path[1] != 'p')
+	if (!mmf_fast_lazy || !path || path[0] != '/' || path[1] != 'p')
 		return;
 	static const char pre[] = "/proc/";
 	for (int i = 0; i < 6; i++)

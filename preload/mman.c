@@ -4,6 +4,7 @@
 #include <sys/syscall.h>
 
 #include "next.h"
+#include "../src/fast.h"
 
 static long fwd_mmap(const struct mmf_op *o)
 {
@@ -68,11 +69,25 @@ static long fwd_mprotect(const struct mmf_op *o)
 	return mmf_sys6(SYS_mprotect, o->a[0], o->a[1], o->a[2], 0, 0, 0);
 }
 
-MMF_EXPORT int mprotect(void *addr, size_t len, int prot)
+/* Apart, so that a skipped call (above it) saves no registers. */
+static __attribute__((noinline)) int mprotect_run(void *addr, size_t len, int prot, int f,
+						  uint64_t v, uint32_t g)
 {
 	struct mmf_op op = {.kind = MMF_K_MPROTECT, .a = {(long)addr, (long)len, prot},
 			    .fwd = fwd_mprotect};
+	if (f == MMF_FAST_MAYBE && mmf_fast_change((uint64_t)addr, len, prot, v, g) == MMF_FAST_CHANGE)
+		return (int)mmf_libc_ret(mmf_run_change(&op, g));
 	return (int)mmf_libc_ret(mmf_run(&op));
+}
+
+MMF_EXPORT int mprotect(void *addr, size_t len, int prot)
+{
+	uint64_t v = 0;
+	uint32_t g = 0;
+	int f = mmf_fast_mprotect((uint64_t)addr, len, prot, &v, &g);
+	if (f == MMF_FAST_SKIPPED)
+		return 0;
+	return mprotect_run(addr, len, prot, f, v, g);
 }
 
 static long fwd_pkey_mprotect(const struct mmf_op *o)

@@ -56,7 +56,6 @@ struct bq {
 	struct iovec iov[BQ_CAP];
 };
 
-uint32_t mmf_batch_live;
 __thread int mmf_batch_depth __attribute__((tls_model("initial-exec")));
 static struct bq *queues;
 static __thread struct bq *self __attribute__((tls_model("initial-exec")));
@@ -502,7 +501,11 @@ int mmf_batch_intercept(const struct mmf_op *op, long *res)
 
 /* ---- the API ------------------------------------------------------------ */
 
-int mmf_batch_begin(void) { return ++mmf_batch_depth; }
+int mmf_batch_begin(void)
+{
+	mmf_fast_forget(); /* calls in a batch are queued, not answered early */
+	return ++mmf_batch_depth;
+}
 
 static long report(struct mmf_batch_err *err)
 {

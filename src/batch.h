@@ -6,10 +6,12 @@
 #include <stdint.h>
 
 #include "engine.h"
+#include "fast.h"
 
 /* Queues that hold calls, process-wide, and this thread's batch depth: the
- * engine asks mmf_batch_intercept only when one of them is not zero. */
-extern uint32_t mmf_batch_live;
+ * engine asks mmf_batch_intercept only when one of them is not zero.  The
+ * count lives in the fast paths' gate word (fast.h), which it closes. */
+#define mmf_batch_live (mmf_fast.f.batch_live)
 extern __thread int mmf_batch_depth __attribute__((tls_model("initial-exec")));
 
 /* Called by the engine for every intercepted call (outside the map lock)

@@ -165,4 +165,9 @@ long run_brk(struct mmf_op *op, struct mmf_tstats *t);
 /* ---- life.c: start-up, fork, exit ---------------------------------------- */
 extern int init_state; /* 0 none, 1 running, 2 done, 3 failed (forward all) */
 
+/* ---- fastrun.c: the fast paths' gate (fast.h) ---------------------------- */
+/* Opens or closes the fast paths for what is in force now: at start-up
+ * and whenever something they depend on changes. */
+void fast_gate(void);
+
 #endif

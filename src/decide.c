@@ -8,6 +8,8 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 
+#include "batch.h"
+#include "fast.h"
 #include "fmt.h"
 #include "shape.h"
 #include "thp.h"
@@ -70,7 +72,7 @@ long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 
 	uint64_t s, e;
 	struct mmf_want w;
-	struct mmf_hint hint = {NULL, 0, 0, 0, 0};
+	struct mmf_hint hint = {NULL, 0, 0, 0, 0, NULL, 0, 0};
 	/* W^X (wx.c): a flip of a range relaxed to RWX is answered here;
 	 * any other mprotect on it is forwarded without the skip question. */
 	int wx = k == MMF_K_MPROTECT && mode >= MMF_MODE_SAFE ? mmf_wx_pre(op) : MMF_WX_NONE;
@@ -120,6 +122,8 @@ long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 			if (mode >= MMF_MODE_SAFE) {
 				if (tracing)
 					trace(op, "skipped", 0);
+				if (hint.attr && !mmf_batch_depth)
+					mmf_fast_learn(&hint);
 				return 0;
 			}
 		} else if (v == MMF_NOOP_UNPROVEN) {
@@ -156,6 +160,10 @@ long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 		mmf_wx_after(op, r);
 	mmf_thp_tick(PLD(folio_policy.thp_disabled));
 	wleave();
+	/* the record updated in place (one record, the sequence unmoved): the
+	 * next call on it may take the fast path */
+	if (hint.b && !mmf_batch_depth && __atomic_load_n(&map.seq, __ATOMIC_RELAXED) == hint.seq)
+		mmf_fast_learn(&hint);
 	if (tracing)
 		trace(op, "forwarded", r);
 	return r;
@@ -184,10 +192,14 @@ void mmf_note_prctl(long option, long arg2, long result)
 		__atomic_store_n(&mdwe, 1, __ATOMIC_RELAXED);
 	if (option == PR_SET_THP_DISABLE && result == 0)
 		__atomic_store_n(&folio_policy.thp_disabled, arg2 != 0, __ATOMIC_RELAXED);
+	if (option == PR_SET_MDWE && result == 0 && init_state == 2)
+		fast_gate();
 }
 
 void mmf_note_personality(unsigned long persona, long result)
 {
 	if (result != -1 && persona != 0xffffffffUL)
 		__atomic_store_n(&rie, (persona & READ_IMPLIES_EXEC) != 0, __ATOMIC_RELAXED);
+	if (result != -1 && persona != 0xffffffffUL && init_state == 2)
+		fast_gate();
 }

@@ -4,12 +4,33 @@
 #include "core.h"
 
 #include "batch.h"
+#include "fast.h"
 #include "profile.h"
 
 /* ---- the entry point ---------------------------------------------------- */
 
 long mmf_run(struct mmf_op *op)
 {
+	/* Which argument is the length, per kind (-1: none). */
+	static const signed char len_arg[MMF_K_COUNT] = {
+#define X(id, name, len) len,
+		MMF_KINDS(X)
+#undef X
+	};
+	struct mmf_tstats *t = mmf_fast_tls.t;
+	/* The gate open (initialised, safe mode, nothing that sees every
+	 * call, no queue), this thread not in a section nor in a batch: the
+	 * checks below would all pass. */
+	if (__builtin_expect(!__atomic_load_n(&mmf_fast.all, __ATOMIC_RELAXED), 1) && t &&
+	    !in_write && !mmf_batch_depth) {
+		int k = op->kind;
+		uint64_t asked = len_arg[k] < 0 ? 0 : (uint64_t)op->a[len_arg[k]];
+		if (asked > (1ull << 47))
+			asked = 0;
+		mmf_stat_add(t, k, MMF_S_CALLS, 1);
+		mmf_stat_add(t, k, MMF_S_BYTES_ASKED, asked);
+		return decide(op, t, asked);
+	}
 	if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2) {
 		mmf_early_init();
 		if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2)
@@ -17,15 +38,9 @@ long mmf_run(struct mmf_op *op)
 	}
 	if (__builtin_expect(mmf_prof_on, 0) && !(op->flags & MMF_OPF_PROFILED))
 		return mmf_profile_run(op, mmf_run); /* runs op through here again */
-	struct mmf_tstats *t = mmf_stats_self();
+	t = mmf_stats_self();
 	int k = op->kind;
 	mmf_stat_add(t, k, MMF_S_CALLS, 1);
-	/* Which argument is the length, per kind (-1: none). */
-	static const signed char len_arg[MMF_K_COUNT] = {
-#define X(id, name, len) len,
-		MMF_KINDS(X)
-#undef X
-	};
 	uint64_t asked = len_arg[k] < 0 ? 0 : (uint64_t)op->a[len_arg[k]];
 	if (asked > (1ull << 47))
 		asked = 0; /* a bad length (the call fails): not a size */

@@ -88,6 +88,7 @@ void mmf_early_init(void)
 		mmf_log(2, buf);
 	}
 	__atomic_store_n(&init_state, 2, __ATOMIC_RELEASE);
+	fast_gate();
 }
 
 
@@ -97,6 +98,7 @@ void mmf_late_init(void)
 	mmf_stats_late_init();
 	mmf_batch_late_init();
 	lazy_start();
+	fast_gate(); /* lazy_on is set now */
 	mmf_live_late_init();
 	mmf_report_start_periodic();
 }

@@ -52,8 +52,12 @@ static void block_free(struct mmf_map *m, struct mmf_block *b)
 	m->free_blocks = b;
 }
 
+static void wbegin(struct mmf_map *m);
+static void wend(struct mmf_map *m);
+
 void mmf_map_clear(struct mmf_map *m)
 {
+	wbegin(m); /* slots are reused: hints taken before must fail */
 	for (uint32_t i = 0; i < m->nblocks; i++) {
 		block_free(m, m->top[i]);
 		ST(m->top[i], NULL);
@@ -61,6 +65,7 @@ void mmf_map_clear(struct mmf_map *m)
 	ST(m->nblocks, 0);
 	m->nrecs = 0;
 	m->full = 0;
+	wend(m);
 }
 
 /* ---- writer lock ------------------------------------------------------- */
@@ -550,6 +555,35 @@ int mmf_map_update_hint(struct mmf_map *m, const struct mmf_hint *h, const struc
 	uint64_t nv = pack(&na);
 	if (nv == sl->attr)
 		return 1;
+	if ((b->s[i - 1].end == h->start && b->s[i - 1].attr == nv) ||
+	    (b->s[i + 1].start == h->end && b->s[i + 1].attr == nv))
+		return 0;
+	ST(sl->attr, nv);
+	return 1;
+}
+
+int mmf_map_set_prot_hint(struct mmf_map *m, const struct mmf_hint *h, uint8_t prot,
+			  int lock_unknown)
+{
+	if (!h->b || m->seq != h->seq)
+		return 0;
+	struct mmf_block *b = (struct mmf_block *)h->b;
+	uint32_t i = h->i;
+	if (i == 0 || i + 1 >= b->n)
+		return 0;
+	struct slot *sl = &b->s[i];
+	if (sl->start != h->start || sl->end != h->end)
+		return 0;
+	/* the stored word is packed already; prot and lock take no part in
+	 * what pack() normalises */
+	union {
+		uint64_t v;
+		struct mmf_attr a;
+	} w = {.v = sl->attr};
+	w.a.prot = prot;
+	if (lock_unknown)
+		w.a.lock = MMF_UNKNOWN;
+	uint64_t nv = w.v;
 	if ((b->s[i - 1].end == h->start && b->s[i - 1].attr == nv) ||
 	    (b->s[i + 1].start == h->end && b->s[i + 1].attr == nv))
 		return 0;

@@ -169,9 +169,13 @@ struct mmf_hint {
 	const struct mmf_block *b;
 	uint32_t i, seq;
 	uint64_t start, end;
+	/* The record that holds the whole range, when one does (else attr
+	 * is NULL): [rs, re) and its attribute word (for fast.h's hint). */
+	const uint64_t *attr;
+	uint64_t rs, re;
 };
 /* mmf_map_check that also fills *h (h->b stays NULL unless the range is
- * exactly one record). */
+ * exactly one record; h->attr NULL unless one record holds it). */
 int mmf_map_check_hint(const struct mmf_map *m, uint64_t start, uint64_t end,
 		       const struct mmf_want *w, struct mmf_hint *h);
 /* Writer lock held.  Applies u to the record h names when the map has not
@@ -179,6 +183,11 @@ int mmf_map_check_hint(const struct mmf_map *m, uint64_t start, uint64_t end,
  * neighbours: returns 1.  Otherwise changes nothing and returns 0 (the
  * caller uses mmf_map_update). */
 int mmf_map_update_hint(struct mmf_map *m, const struct mmf_hint *h, const struct mmf_upd *u);
+/* mmf_map_update_hint for what a successful mprotect to prot (not
+ * PROT_GROWS*) records: the protection, and the mlock state unknown when
+ * lock_unknown.  1 when done, 0 when the caller must use the general path. */
+int mmf_map_set_prot_hint(struct mmf_map *m, const struct mmf_hint *h, uint8_t prot,
+			  int lock_unknown);
 /* Copy the record containing addr into *out; 1 if found, 0 if in a hole. */
 int mmf_map_lookup(const struct mmf_map *m, uint64_t addr,
 		   struct mmf_rec *out);

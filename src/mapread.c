@@ -107,6 +107,11 @@ static int check_once(const struct mmf_map *m, uint64_t start, uint64_t end,
 			h->start = start;
 			h->end = end;
 		}
+		if (h && cur == start && end <= e) {
+			h->attr = &b->s[i].attr;
+			h->rs = s;
+			h->re = e;
+		}
 		int v = judge(unpack(LD(b->s[i].attr)), w);
 		if (v > verdict)
 			verdict = v;
@@ -151,8 +156,10 @@ static int read_end(const struct mmf_map *m, uint32_t seq)
 int mmf_map_check_hint(const struct mmf_map *m, uint64_t start, uint64_t end,
 		       const struct mmf_want *w, struct mmf_hint *h)
 {
-	if (h)
+	if (h) {
 		h->b = NULL;
+		h->attr = NULL;
+	}
 	if (start >= end)
 		return MMF_CHANGE;
 	long budget = READ_SPINS;
@@ -164,8 +171,10 @@ int mmf_map_check_hint(const struct mmf_map *m, uint64_t start, uint64_t end,
 				h->seq = seq;
 			return v;
 		}
-		if (h)
+		if (h) {
 			h->b = NULL;
+			h->attr = NULL;
+		}
 		if (--budget <= 0)
 			break;
 	}

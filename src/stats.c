@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 
 #include "engine.h"
+#include "fast.h"
 #include "sys.h"
 
 #define LD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
@@ -58,7 +59,9 @@ static struct mmf_totals *totals(void)
 	return __atomic_load_n(&tot, __ATOMIC_ACQUIRE);
 }
 
-static __thread struct mmf_tstats *self __attribute__((tls_model("initial-exec")));
+/* This thread's block: kept with the fast paths' hint (fast.h), one
+ * thread-local block for both. */
+#define mmf_stats_tls (mmf_fast_tls.t)
 static pthread_key_t exit_key;
 static int have_key;
 
@@ -134,7 +137,7 @@ static struct mmf_block *claim(void)
 
 struct mmf_tstats *mmf_stats_self(void)
 {
-	struct mmf_tstats *t = self;
+	struct mmf_tstats *t = mmf_stats_tls;
 	if (t)
 		return t;
 	struct mmf_block *b = claim();
@@ -143,7 +146,7 @@ struct mmf_tstats *mmf_stats_self(void)
 		__atomic_fetch_add(&g->threads, 1, __ATOMIC_RELAXED);
 	if (!b)
 		return g ? &g->spare : &spare_static;
-	self = &b->t;
+	mmf_stats_tls = &b->t;
 	/* pthread_setspecific does not allocate for the first 32 keys, and
 	 * our key is created early; if it fails the counters simply stay. */
 	if (__atomic_load_n(&have_key, __ATOMIC_ACQUIRE))
@@ -169,8 +172,8 @@ void mmf_stats_thread_exit(void *p)
 	mmf_lazy_thread_exit();
 	struct mmf_totals *g = totals();
 	fold(g ? &g->retired : &spare_static, &b->t, 1);
-	if (self == &b->t)
-		self = NULL;
+	if (mmf_stats_tls == &b->t)
+		mmf_stats_tls = NULL;
 	__atomic_store_n(&b->used, 0, __ATOMIC_RELEASE);
 }
 
@@ -179,8 +182,8 @@ int mmf_stats_late_init(void)
 	int r = pthread_key_create(&exit_key, mmf_stats_thread_exit);
 	if (r == 0) {
 		__atomic_store_n(&have_key, 1, __ATOMIC_RELEASE);
-		if (self)
-			pthread_setspecific(exit_key, (char *)self - offsetof(struct mmf_block, t));
+		if (mmf_stats_tls)
+			pthread_setspecific(exit_key, (char *)mmf_stats_tls - offsetof(struct mmf_block, t));
 	}
 	return r;
 }
@@ -192,14 +195,14 @@ void mmf_stats_fork_child(void)
 	memset(&spare_static, 0, sizeof spare_static);
 	if (g) {
 		memset(g, 0, sizeof *g);
-		g->threads = self ? 1 : 0;
+		g->threads = mmf_stats_tls ? 1 : 0;
 	}
 	uint32_t n = nchunkv < CHUNKS_MAX ? nchunkv : CHUNKS_MAX;
 	for (uint32_t c = 0; p && c < n; c++)
 		for (int i = 0; p->chunkv[c] && i < MMF_CHUNK_BLOCKS; i++) {
 			struct mmf_block *b = &p->chunkv[c][i];
 			memset(&b->t, 0, sizeof b->t);
-			b->used = &b->t == self;
+			b->used = &b->t == mmf_stats_tls;
 		}
 }
 

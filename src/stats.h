@@ -124,10 +124,17 @@ struct mmf_totals {
  * a shared block when memory runs out).  Async-signal-safe. */
 struct mmf_tstats *mmf_stats_self(void);
 
+/* Only the owning thread (and its signal handlers) adds; others read.  On
+ * x86-64 the add is one instruction, so a handler on this thread cannot
+ * lose an increment made around it; elsewhere a relaxed load and store. */
 static inline void mmf_stat_add(struct mmf_tstats *t, int kind, int field, uint64_t n)
 {
 	uint64_t *p = &t->v[kind][field];
+#if defined(__x86_64__)
+	__asm__ volatile("addq %1, %0" : "+m"(*p) : "er"(n));
+#else
 	__atomic_store_n(p, __atomic_load_n(p, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+#endif
 }
 
 void mmf_event(int e);

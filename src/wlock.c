@@ -12,6 +12,8 @@
 #include <signal.h>
 #include <sys/syscall.h>
 
+#include "fast.h"
+
 struct mmf_map map;
 
 /* This thread's writer state: 0 none, 1 holds the map lock, 2 releasing.
@@ -71,6 +73,7 @@ void async_restore(void)
  * between must not wait for a lock its own thread is about to hold. */
 void wenter(void)
 {
+	mmf_fast_forget(); /* a handler that runs inside must not skip from it */
 	async_block();
 	in_write = 1;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);

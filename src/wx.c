@@ -485,6 +485,19 @@ static void program_advice(uint64_t s, uint64_t e)
 	}
 }
 
+void mmf_wx_rw_done(uint64_t s, uint64_t e)
+{
+	if (!active)
+		return;
+	if (!nused) { /* count_flip's course when nothing is followed: remember it */
+		ring[ring_next % RING].s = s;
+		ring[ring_next % RING].e = e;
+		ring_next++;
+		return;
+	}
+	count_flip(s, e, RW);
+}
+
 void mmf_wx_after(const struct mmf_op *op, long r)
 {
 	uint64_t s[2], e[2];

@@ -80,5 +80,7 @@ void mmf_wx_before(const struct mmf_op *op);
  * counts flips and acts on flipping ranges; notes unmaps, moves and the
  * program's readahead advice. */
 void mmf_wx_after(const struct mmf_op *op, long r);
+/* mmf_wx_after for a successful mprotect of [s, e) to RW. */
+void mmf_wx_rw_done(uint64_t s, uint64_t e);
 
 #endif

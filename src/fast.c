@@ -1,0 +1,62 @@
+/* The fast paths' shared state (see fast.h). */
+#include "fast.h"
+
+#include <string.h>
+#include <sys/mman.h>
+
+#include "map.h"
+
+union mmf_fast_gate mmf_fast = {.f = {MMF_FAST_INIT, 0}};
+uint64_t mmf_fast_mask;
+uint64_t mmf_fast_want[8];
+uint64_t mmf_fast_pgmask = 4095;
+uint64_t mmf_fast_cmask, mmf_fast_cwant;
+uint32_t mmf_fast_chg_prots;
+uint32_t mmf_fast_fwd_off;
+uint32_t mmf_fast_lazy;
+static const uint32_t no_seq = 1; /* odd: never a hint's */
+const uint32_t *mmf_fast_seq = &no_seq;
+__thread struct mmf_fast_tls mmf_fast_tls __attribute__((tls_model("initial-exec")));
+
+static uint64_t word(const struct mmf_attr *a)
+{
+	uint64_t v;
+	memcpy(&v, a, sizeof v);
+	return v;
+}
+
+void mmf_fast_set(unsigned off, int mdwe, int wx_relax, size_t page, const uint32_t *seq,
+		  int lazy)
+{
+	__atomic_store_n(&mmf_fast_lazy, lazy != 0, __ATOMIC_RELEASE);
+	/* changed in place: owned, unsealed, the protection known; in relax
+	 * mode not a W^X area (wx.c answers for those) */
+	struct mmf_attr cm = {.prot = 0xf8, .owned = 0xff, .sealed = 0xff,
+			      .adv_set = wx_relax ? MMF_ADV_WX : 0};
+	struct mmf_attr cw = {.prot = 0, .owned = 1, .sealed = 0};
+	mmf_fast_cmask = word(&cm);
+	mmf_fast_cwant = word(&cw);
+	uint32_t chg = 0;
+	__atomic_store_n(&mmf_fast_fwd_off, off & MMF_FAST_SHAPE, __ATOMIC_RELAXED);
+	off &= ~(unsigned)MMF_FAST_SHAPE;
+	/* compared: prot, owned, sealed; in relax mode also the W^X bit,
+	 * which must be clear (wx.c answers for its areas) */
+	struct mmf_attr m = {.prot = 0xff, .owned = 0xff, .sealed = 0xff,
+			     .adv_set = wx_relax ? MMF_ADV_WX : 0};
+	mmf_fast_mask = word(&m);
+	for (int p = 0; p < 8; p++) {
+		struct mmf_attr w = {.prot = (uint8_t)p, .owned = 1, .sealed = 0};
+		/* exec-only may pick a protection key; W+X is checked under MDWE */
+		int no = p == PROT_EXEC || (mdwe && (p & PROT_WRITE) && (p & PROT_EXEC));
+		if (no)
+			w.owned = 0xff; /* no record is owned 0xff */
+		else
+			chg |= 1u << p;
+		mmf_fast_want[p] = word(&w) & mmf_fast_mask;
+	}
+	mmf_fast_chg_prots = chg;
+	mmf_fast_pgmask = page - 1;
+	if (seq)
+		mmf_fast_seq = seq;
+	__atomic_store_n(&mmf_fast.f.off, off, __ATOMIC_RELEASE);
+}

@@ -1,0 +1,221 @@
+/* The fast paths: a call answered from this thread's hint (the record the
+ * last decision on this thread looked at) before the general decision runs.
+ *
+ * A skipped mprotect costs a few dozen instructions: the gate word (every
+ * reason the fast paths are closed, and the number of open batch queues)
+ * read once, the range tested against the hint, the map's sequence read
+ * before and after the record's attribute word, and this thread's counters.
+ * No lock, no atomic read-modify-write, no call through a pointer.
+ *
+ * Why it is right: the hint names a slot of the shadow map; the map's
+ * sequence moves whenever records move (map.h), and only a record's
+ * attribute word changes in place, atomically.  So while the sequence is
+ * the one the hint was taken at, the slot still holds that record, and the
+ * word read is one the map held, as for any reader.  A thread's hint is
+ * emptied when it enters a writer section (a signal handler that runs
+ * while the section is open must take the general path, which forwards)
+ * and when it opens a batch.  Anything the hint cannot decide (another
+ * record, a change, a protection the fast path does not answer) returns 0:
+ * the caller takes the general path, which may learn a new hint. */
+#ifndef MMF_FAST_H
+#define MMF_FAST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "map.h"
+#include "stats.h"
+
+/* Reasons the fast paths are closed (bits of mmf_fast.f.off), and of the
+ * forward path alone (mmf_fast_fwd_off). */
+enum {
+	MMF_FAST_INIT = 1,    /* not initialised yet */
+	MMF_FAST_MODE = 2,    /* the mode is not safe (off, observe, lazy) */
+	MMF_FAST_PROFILE = 4, /* MMFOLD_PROFILE: every call is sampled */
+	MMF_FAST_TRACE = 8,   /* MMFOLD_LOG=3: every call is logged */
+	MMF_FAST_VERIFY = 16, /* MMFOLD_VERIFY: skips are checked */
+	MMF_FAST_RIE = 32,    /* READ_IMPLIES_EXEC: mprotect is never skipped */
+	MMF_FAST_SHAPE = 64,  /* range shaping may change a one-record call */
+};
+extern uint32_t mmf_fast_fwd_off;
+/* Lazy mode is on (engine.c's lazy_on, copied once it is set): the one
+ * test the buffer-taking wrappers of preload/io.c make, inline. */
+extern uint32_t mmf_fast_lazy;
+
+/* all == 0: open.  batch_live is batch.c's count of threads with queued
+ * calls (batch.h), kept here so that one load tests everything. */
+union mmf_fast_gate {
+	uint64_t all;
+	struct {
+		uint32_t off;
+		uint32_t batch_live;
+	} f;
+};
+extern union mmf_fast_gate mmf_fast;
+
+/* The attribute bits a skip compares, and for each protection 0-7 the
+ * value they must have (owned, unsealed, that protection; a value no
+ * record has for protections the fast path does not answer). */
+extern uint64_t mmf_fast_mask;
+extern uint64_t mmf_fast_want[8];
+extern uint64_t mmf_fast_pgmask;
+/* A record the forward path updates in place: owned, unsealed, its
+ * protection known (in relax mode: not a W^X area); bit p of chg_prots:
+ * a request for protection p may be (not exec-only, not W+X under MDWE). */
+extern uint64_t mmf_fast_cmask, mmf_fast_cwant;
+extern uint32_t mmf_fast_chg_prots;
+extern const uint32_t *mmf_fast_seq; /* the shadow map's sequence */
+
+/* A hint: a record of the map as a reader found it. */
+struct mmf_fast_rec {
+	uint64_t start, end;  /* the record; end == start: no hint */
+	const uint64_t *attr; /* its attribute word in the map */
+	const struct mmf_block *b; /* NULL unless the call asked for exactly it */
+	uint32_t seq;         /* the map's sequence when it was found */
+	uint32_t i;           /* its slot in block b (map.h's mmf_hint) */
+};
+/* This thread's fast-path state.  Signal handlers on this thread use it
+ * too, so a hint is never changed while it may be read: a learn writes the
+ * other of the two records and then moves gen (one store); a reader takes
+ * r[gen & 1] and checks that gen did not move while it read. */
+struct mmf_fast_tls {
+	struct mmf_fast_rec r[2];
+	const struct mmf_fast_rec *cur; /* r[gen & 1] (NULL: none yet) */
+	uint32_t gen;         /* moves at every learn */
+	uint32_t learning;    /* a learn is writing r[(gen + 1) & 1] */
+	struct mmf_tstats *t; /* this thread's counters, once allocated (stats.c) */
+};
+extern __thread struct mmf_fast_tls mmf_fast_tls __attribute__((tls_model("initial-exec")));
+
+/* Sets the gate and the tables.  off: MMF_FAST_* bits; mdwe: W+X requests
+ * are checked by the kernel (PR_SET_MDWE); wx_relax: MMFOLD_WX=relax, whose
+ * flipping areas are answered by wx.c. */
+void mmf_fast_set(unsigned off, int mdwe, int wx_relax, size_t page, const uint32_t *seq,
+		  int lazy);
+
+#define MMF_FAST_FENCE() __atomic_signal_fence(__ATOMIC_SEQ_CST)
+
+/* This thread's hint is what a reader found (map.h's mmf_hint: the record
+ * holding the range, and the slot when the range was exactly one record).
+ * A learn that interrupts another (from a signal handler) does nothing. */
+static inline void mmf_fast_learn(const struct mmf_hint *mh)
+{
+	struct mmf_fast_tls *x = &mmf_fast_tls;
+	if (x->learning)
+		return;
+	x->learning = 1;
+	MMF_FAST_FENCE();
+	struct mmf_fast_rec *r = &x->r[(x->gen + 1) & 1];
+	r->start = mh->rs;
+	r->end = mh->re;
+	r->attr = mh->attr;
+	r->b = mh->b;
+	r->seq = mh->seq;
+	r->i = mh->i;
+	MMF_FAST_FENCE();
+	x->cur = r;
+	MMF_FAST_FENCE();
+	x->gen++;
+	MMF_FAST_FENCE();
+	x->learning = 0;
+}
+
+/* Empties this thread's hint (one store; async-signal-safe). */
+static inline void mmf_fast_forget(void)
+{
+	struct mmf_fast_rec *r = (struct mmf_fast_rec *)mmf_fast_tls.cur;
+	if (r)
+		r->end = r->start;
+	MMF_FAST_FENCE();
+}
+
+/* A consistent copy of this thread's hint as of gen g: 0 when gen moved. */
+static inline int mmf_fast_copy(uint32_t g, struct mmf_fast_rec *out)
+{
+	MMF_FAST_FENCE();
+	const struct mmf_fast_rec *r = mmf_fast_tls.cur;
+	if (!r)
+		return 0;
+	*out = *r;
+	MMF_FAST_FENCE();
+	return mmf_fast_tls.gen == g;
+}
+
+/* mprotect(a, len, prot), asked of the hint.  MMF_FAST_SKIPPED: it changes
+ * nothing (counted as a call, skipped); MMF_FAST_CHANGE: it changes exactly
+ * the hint's record, which is owned, unsealed and of known protection:
+ * the engine forwards it and updates that slot in place (mmf_run_change);
+ * MMF_FAST_GENERAL: the general path. */
+enum { MMF_FAST_GENERAL, MMF_FAST_SKIPPED, MMF_FAST_CHANGE };
+
+/* The protection in an attribute word. */
+static inline int mmf_fast_prot(uint64_t v)
+{
+	struct mmf_attr at;
+	__builtin_memcpy(&at, &v, sizeof at);
+	return at.prot;
+}
+
+/* The rest of mmf_fast_mprotect when the call is not a no-op (v: the
+ * record's attribute word, read under a valid sequence, of the hint of
+ * generation g): MMF_FAST_CHANGE or MMF_FAST_GENERAL.  Called apart from
+ * it, so that the skip saves no registers. */
+static inline int mmf_fast_change(uint64_t a, uint64_t len, int prot, uint64_t v, uint32_t g)
+{
+	struct mmf_fast_rec h;
+	if (!mmf_fast_copy(g, &h))
+		return MMF_FAST_GENERAL;
+	/* exactly the record (the length rounded up to pages) */
+	if (!((mmf_fast_chg_prots >> prot) & 1) || a != h.start ||
+	    (h.end - a) - len > mmf_fast_pgmask || !h.b || !mmf_fast_tls.t || (v & mmf_fast_cmask) != mmf_fast_cwant ||
+	    (v & mmf_fast_mask) == mmf_fast_want[prot] ||
+	    __atomic_load_n(&mmf_fast_fwd_off, __ATOMIC_RELAXED))
+		return MMF_FAST_GENERAL;
+	return MMF_FAST_CHANGE;
+}
+
+/* MMF_FAST_SKIPPED, MMF_FAST_GENERAL, or MMF_FAST_MAYBE: the hint holds
+ * the range and says it is not a no-op; *v is the record's attribute word
+ * and *g the hint's generation, for mmf_fast_change. */
+enum { MMF_FAST_MAYBE = 3 };
+static inline int mmf_fast_mprotect(uint64_t a, uint64_t len, int prot, uint64_t *v_,
+				    uint32_t *g)
+{
+	struct mmf_fast_tls *x = &mmf_fast_tls;
+	if (__builtin_expect(__atomic_load_n(&mmf_fast.all, __ATOMIC_RELAXED) != 0, 0) ||
+	    (unsigned)prot > 7)
+		return MMF_FAST_GENERAL;
+	uint32_t gen = x->gen;
+	MMF_FAST_FENCE();
+	const struct mmf_fast_rec *h = x->cur;
+	if (__builtin_expect(!h, 0))
+		return MMF_FAST_GENERAL;
+	uint64_t hs = h->start, he = h->end;
+	/* hs <= a < he, a page aligned, 0 < len <= he - a */
+	if (a - hs >= he - hs || (a & mmf_fast_pgmask) || len - 1 >= he - a)
+		return MMF_FAST_GENERAL;
+	uint32_t hseq = h->seq;
+	const uint64_t *attr = h->attr;
+	MMF_FAST_FENCE();
+	if (x->gen != gen) /* a handler learned meanwhile: what was read may be torn */
+		return MMF_FAST_GENERAL;
+	uint32_t seq = __atomic_load_n(mmf_fast_seq, __ATOMIC_ACQUIRE);
+	if (seq != hseq)
+		return MMF_FAST_GENERAL;
+	uint64_t v = __atomic_load_n(attr, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (__atomic_load_n(mmf_fast_seq, __ATOMIC_RELAXED) != seq)
+		return MMF_FAST_GENERAL;
+	struct mmf_tstats *t = x->t;
+	if ((v & mmf_fast_mask) != mmf_fast_want[prot] || __builtin_expect(!t, 0)) {
+		*v_ = v;
+		*g = gen;
+		return MMF_FAST_MAYBE;
+	}
+	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_CALLS, 1);
+	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_SKIPPED, 1);
+	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_BYTES_ASKED, len);
+	return MMF_FAST_SKIPPED;
+}
+
+#endif

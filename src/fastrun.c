@@ -1,0 +1,70 @@
+/* The engine's side of the fast paths (fast.h): the gate, and an mprotect
+ * that changes exactly the record of the thread's hint. */
+#include "core.h"
+
+#include "fast.h"
+#include "profile.h"
+#include "shape.h"
+#include "thp.h"
+#include "wx.h"
+
+/* Opens or closes the fast paths (fast.h) for what is in force now. */
+void fast_gate(void)
+{
+	unsigned off = (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2 ? MMF_FAST_INIT : 0) |
+		       (mode != MMF_MODE_SAFE ? MMF_FAST_MODE : 0) |
+		       (__atomic_load_n(&mmf_prof_on, __ATOMIC_ACQUIRE) ? MMF_FAST_PROFILE : 0) |
+		       (tracing ? MMF_FAST_TRACE : 0) | (verify ? MMF_FAST_VERIFY : 0) |
+		       (PLD(rie) ? MMF_FAST_RIE : 0) |
+		       (mmf_shape_policy() != MMF_SHAPE_AUTO || mmf_shape_cost_default.widen_ns ?
+			MMF_FAST_SHAPE : 0);
+	mmf_fast_set(off, PLD(mdwe), cfg.v[MMF_OPT_WX] == MMF_WX_RELAX, page,
+		     mode == MMF_MODE_OFF ? NULL : &map.seq, PLD(lazy_state.on));
+}
+
+/* An mprotect that changes exactly the record of this thread's hint
+ * (fast.h: the gate open, so no section, batch or lazy mode on this
+ * thread; the record owned, unsealed, of known protection): what decide()
+ * does for it (the skip question answered, no shaping for one record),
+ * without asking again.  The record is judged again under the lock
+ * (another thread may have changed it since); when it no longer qualifies,
+ * decide() takes the call.  W^X: mmf_wx_before acts only on executable
+ * records, mmf_wx_after only on requests for RW or RX (the detector's
+ * bookkeeping, for RW requests on records that are not executable, is
+ * mmf_wx_rw_done). */
+long mmf_run_change(struct mmf_op *op, uint32_t g)
+{
+	struct mmf_fast_rec fr;
+	struct mmf_tstats *t = mmf_fast_tls.t;
+	uint64_t asked = (uint64_t)op->a[1];
+	int prot = (int)op->a[2];
+	/* a handler that ran since the hint was read may have changed it */
+	if (!mmf_fast_copy(g, &fr) || fr.start != (uint64_t)op->a[0] || fr.end <= fr.start)
+		return mmf_run(op);
+	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_CALLS, 1);
+	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_BYTES_ASKED, asked);
+	struct mmf_hint h = {fr.b, fr.i, fr.seq, fr.start, fr.end, fr.attr, fr.start, fr.end};
+	wenter(); /* empties the hint */
+	uint64_t v = PLD(*fr.attr);
+	if (map.seq != fr.seq || (v & mmf_fast_cmask) != mmf_fast_cwant) {
+		wleave();
+		return decide(op, t, asked);
+	}
+	int exec = (prot | mmf_fast_prot(v)) & PROT_EXEC;
+	if (exec)
+		mmf_wx_before(op);
+	long r = forward(op, t, asked);
+	int in_place = r == 0 && mmf_map_set_prot_hint(&map, &h, (uint8_t)prot, mlock_seen);
+	if (!in_place)
+		record(op, r, &h);
+	if (exec)
+		mmf_wx_after(op, r);
+	else if (r == 0 && prot == (PROT_READ | PROT_WRITE))
+		mmf_wx_rw_done(fr.start, fr.end); /* what mmf_wx_after does for it */
+	mmf_thp_tick(PLD(folio_policy.thp_disabled));
+	wleave();
+	if (in_place) /* the slot holds the record still, at the same sequence */
+		mmf_fast_learn(&h);
+	return r;
+}
+

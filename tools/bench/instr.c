@@ -1,0 +1,142 @@
+/* instr: the hot paths one at a time, for counting instructions per call
+ * (tools/bench_instr.sh runs it under callgrind, collecting only inside
+ * loop(), with and without mmfold).  Without valgrind it prints ns per call.
+ *
+ *   instr WORKLOAD [calls (100000)]
+ *
+ * Workloads (each call below is one iteration of loop()):
+ *   skip      mprotect RW of a touched 64 KiB mapping that is RW: a no-op,
+ *             which mmfold answers without the kernel
+ *   forward   one page, its own mapping (PROT_NONE guards), toggled RW <-> R:
+ *             every call changes something and is forwarded
+ *   toggle    one page in the middle of a 256 KiB RW mapping toggled
+ *             RW <-> R (the kernel splits and merges the VMA each time)
+ *   wx        a 64 KiB code area flipped RW -> (one byte written) -> RX, as
+ *             LuaJIT does with its machine code (W^X)
+ *   write     write(fd of /dev/null, 1 byte)
+ *   read      read(fd of /dev/zero, 1 byte)
+ *   open      open("/dev/null", O_RDONLY) and close() of what it returned
+ *             (close is not interposed: its cost is the same either way)
+ *   sigaction sigaction(SIGUSR1, &act, NULL) with the same handler each time
+ *   sigmask   pthread_sigmask(SIG_BLOCK, {SIGUSR2}, NULL)
+ *
+ * A few calls of the same kind run before loop() so that lazy binding and
+ * mmfold's per-thread setup are not counted. */
+#define _GNU_SOURCE
+#include "common.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define KIB 1024ul
+
+static size_t pg;
+static char *area;
+static int fd;
+static struct sigaction act;
+static sigset_t set2;
+
+static void on_usr1(int sig) { (void)sig; }
+
+static void check(int ok, const char *what)
+{
+	if (!ok)
+		die(what);
+}
+
+/* One call (two for the flips) of the workload; returns the calls made. */
+static inline unsigned long one(int w, unsigned long i)
+{
+	switch (w) {
+	case 0:
+		check(mprotect(area, 64 * KIB, PROT_READ | PROT_WRITE) == 0, "mprotect");
+		return 1;
+	case 1:
+	case 2: {
+		char *p = w == 1 ? area + pg : area + 32 * pg;
+		check(mprotect(p, pg, (i & 1) ? PROT_READ | PROT_WRITE : PROT_READ) == 0, "mprotect");
+		return 1;
+	}
+	case 3:
+		check(mprotect(area, 64 * KIB, PROT_READ | PROT_WRITE) == 0, "mprotect RW");
+		area[i & 63] = (char)0xc3;
+		check(mprotect(area, 64 * KIB, PROT_READ | PROT_EXEC) == 0, "mprotect RX");
+		return 2;
+	case 4:
+		check(write(fd, "x", 1) == 1, "write");
+		return 1;
+	case 5: {
+		char c;
+		check(read(fd, &c, 1) == 1, "read");
+		return 1;
+	}
+	case 6: {
+		int f = open("/dev/null", O_RDONLY);
+		check(f >= 0 && close(f) == 0, "open");
+		return 1;
+	}
+	case 7:
+		check(sigaction(SIGUSR1, &act, NULL) == 0, "sigaction");
+		return 1;
+	case 8:
+		check(pthread_sigmask(SIG_BLOCK, &set2, NULL) == 0, "pthread_sigmask");
+		return 1;
+	}
+	return 0;
+}
+
+/* What callgrind counts (--toggle-collect=loop). */
+static __attribute__((noinline)) unsigned long loop(int w, unsigned long n)
+{
+	unsigned long calls = 0;
+	for (unsigned long i = 0; i < n; i++)
+		calls += one(w, i);
+	return calls;
+}
+
+static const char *const names[] = {"skip",  "forward", "toggle",    "wx",     "write",
+				    "read",  "open",    "sigaction", "sigmask"};
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: instr skip|forward|toggle|wx|write|read|open|sigaction|sigmask [calls]\n");
+		return 2;
+	}
+	int w = -1;
+	for (int k = 0; k < (int)(sizeof names / sizeof names[0]); k++)
+		if (!strcmp(argv[1], names[k]))
+			w = k;
+	if (w < 0) {
+		fprintf(stderr, "instr: unknown workload %s\n", argv[1]);
+		return 2;
+	}
+	unsigned long n = arg_ul(argc, argv, 2, 100000);
+	pg = (size_t)sysconf(_SC_PAGESIZE);
+	size_t len = w == 1 ? 3 * pg : w == 2 ? 64 * pg : 64 * KIB;
+	area = mmap(NULL, len, w == 1 ? PROT_NONE : PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	check(area != MAP_FAILED, "mmap");
+	if (w == 1)
+		check(mprotect(area + pg, pg, PROT_READ | PROT_WRITE) == 0, "mprotect");
+	memset(w == 1 ? area + pg : area, 1, w == 1 ? pg : len);
+	fd = open(w == 5 ? "/dev/zero" : "/dev/null", w == 5 ? O_RDONLY : O_WRONLY);
+	check(fd >= 0, "open");
+	act.sa_handler = on_usr1;
+	sigemptyset(&act.sa_mask);
+	sigemptyset(&set2);
+	sigaddset(&set2, SIGUSR2);
+
+	/* warm-up: lazy binding, mmfold's thread block, the first timed calls */
+	for (unsigned long i = 0; i < 200; i++)
+		one(w, i);
+	double t0 = now_ns();
+	unsigned long calls = loop(w, n);
+	double t1 = now_ns();
+	printf("%.2f ns/call %s, %lu calls\n", (t1 - t0) / (double)calls, names[w], calls);
+	return 0;
+}

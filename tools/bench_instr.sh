@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Instructions per call on mmfold's hot paths (make bench-instr).
+#
+# Each workload of tools/bench/instr.c runs under callgrind, which counts
+# user-space instructions only inside the benchmark's loop (and everything
+# it calls: the interposed wrapper, mmfold, libc), for three configurations:
+#   none  no LD_PRELOAD
+#   off   LD_PRELOAD=libmmfold.so MMFOLD_MODE=off
+#   safe  LD_PRELOAD=libmmfold.so (the defaults)
+# and prints instructions per call and what mmfold adds over "none".
+# Counts are deterministic (the same build gives the same figures to within
+# a few instructions), unlike wall time on this machine class.
+#
+# usage: tools/bench_instr.sh [workload...]   (default: all)
+# env:   MMFOLD_LIB   absolute path of libmmfold.so (default build/libmmfold.so)
+#        BUILD        output directory (default build/bench_instr)
+#        INSTR_CALLS  calls per workload (default 20000)
+#        INSTR_ENV    extra VAR=VALUE settings for the mmfold runs
+#        INSTR_LIMITS 1: exit 1 when a path is above its limit (below)
+#        INSTR_WALL   N: instead of counting, time the workloads by wall
+#                     clock, N alternating rounds (none, safe, none, ...;
+#                     at least 7) of INSTR_CALLS calls, and print ns per
+#                     call, median (min-max), and safe/none
+#        INSTR_BASE   with INSTR_WALL: another libmmfold.so timed in the
+#                     same rounds (none, base, safe), e.g. an older build
+# Limits (issue "hot paths at the limit"): a skipped call at most 60
+# instructions in all; a forwarded one-page mprotect at most 100 added over
+# the bare call; the libc wrappers at most 10 added.
+set -euo pipefail
+
+# shellcheck source=tools/bench_env.sh
+. "$(dirname "${BASH_SOURCE[0]}")/bench_env.sh"
+N=${INSTR_CALLS:-20000}
+read -r -a XENV <<<"${INSTR_ENV:-}"
+WORKLOADS=("$@")
+((${#WORKLOADS[@]})) || WORKLOADS=(skip forward toggle wx write read open sigaction sigmask)
+
+BIN=$BUILD/instr
+$CC -std=gnu11 -O2 -g -o "$BIN" "$ROOT/tools/bench/instr.c" -pthread
+
+if [[ -n ${INSTR_WALL:-} ]]; then
+	R=$INSTR_WALL
+	((R >= 7)) || R=7
+	CFGS=(none)
+	[[ -n ${INSTR_BASE:-} ]] && CFGS+=(base)
+	CFGS+=(safe)
+	echo "wall time per call, $R alternating rounds of ${CFGS[*]} ($N calls each; machine load: $(cut -d' ' -f1-3 /proc/loadavg))"
+	printf '  %-10s' workload
+	for c in "${CFGS[@]}"; do printf ' %-26s' "$c ns/call (min-max)"; done
+	printf ' %s\n' "safe/none"
+	for w in "${WORKLOADS[@]}"; do
+		for c in "${CFGS[@]}"; do : >"$BUILD/$w.wall.$c"; done
+		for ((i = 0; i < R; i++)); do
+			for c in "${CFGS[@]}"; do
+				case $c in
+				none) pre=() ;;
+				base) pre=(LD_PRELOAD="$INSTR_BASE" "${XENV[@]}") ;;
+				safe) pre=(LD_PRELOAD="$MMFOLD_LIB" "${XENV[@]}") ;;
+				esac
+				env "${CLEAN_ENV[@]}" "${pre[@]}" "$BIN" "$w" "$N" | awk '{print $1}' >>"$BUILD/$w.wall.$c"
+			done
+		done
+		printf '  %-10s' "$w"
+		for c in "${CFGS[@]}"; do
+			read -r m a b <<<"$(summary "$BUILD/$w.wall.$c")"
+			printf ' %-26s' "$m ($a-$b)"
+			eval "med_$c=$m"
+		done
+		awk -v a="$med_safe" -v b="$med_none" 'BEGIN { printf " %.3f\n", a / b }'
+	done
+	exit 0
+fi
+
+if ! command -v valgrind >/dev/null; then
+	echo "SKIP: valgrind is not installed (make deps-check installs it)"
+	exit 0
+fi
+
+# instructions counted inside loop() for: config workload
+count() {
+	local cfg=$1 w=$2 pre=()
+	case $cfg in
+	none) ;;
+	off) pre=(LD_PRELOAD="$MMFOLD_LIB" MMFOLD_MODE=off "${XENV[@]}") ;;
+	safe) pre=(LD_PRELOAD="$MMFOLD_LIB" "${XENV[@]}") ;;
+	esac
+	local out=$BUILD/$w.$cfg
+	env "${CLEAN_ENV[@]}" "${pre[@]}" valgrind --tool=callgrind --collect-atstart=no \
+		--toggle-collect=loop --callgrind-out-file="$out.cg" "$BIN" "$w" "$N" \
+		>"$out.out" 2>"$out.log" || { cat "$out.log" >&2; return 1; }
+	local ir calls
+	ir=$(grep -o 'Collected : [0-9]*' "$out.log" | awk '{print $3}')
+	calls=$(awk '{print $(NF-1)}' "$out.out")
+	awk -v a="$ir" -v c="$calls" 'BEGIN { printf "%.1f", a / c }'
+}
+
+limit_of() { # workload -> "added" limit, or "total:N" for the skip
+	case $1 in
+	skip) echo 60 ;;
+	forward) echo 100 ;;
+	write | read | open | sigaction | sigmask) echo 10 ;;
+	*) echo - ;;
+	esac
+}
+
+echo "instructions per call (valgrind --tool=callgrind, user space, inside the loop; $N iterations)"
+echo "  $(nproc) CPU(s), $(uname -sr), $MMFOLD_LIB${XENV[*]:+ with ${XENV[*]}}"
+printf '  %-10s %10s %10s %10s %10s %10s  %s\n' workload none off safe "off-none" "safe-none" limit
+over=0
+for w in "${WORKLOADS[@]}"; do
+	n0=$(count none "$w") n1=$(count off "$w") n2=$(count safe "$w")
+	d1=$(awk -v a="$n1" -v b="$n0" 'BEGIN { printf "%+.1f", a - b }')
+	d2=$(awk -v a="$n2" -v b="$n0" 'BEGIN { printf "%+.1f", a - b }')
+	lim=$(limit_of "$w") verdict=""
+	case $lim in
+	-) ;;
+	total:*) awk -v a="$n2" -v l="${lim#total:}" 'BEGIN { exit !(a <= l) }' && verdict="ok (<= ${lim#total:} in all)" ||
+		{ verdict="OVER (${lim#total:} in all)"; over=1; } ;;
+	*) awk -v a="$d2" -v l="$lim" 'BEGIN { exit !(a <= l) }' && verdict="ok (<= +$lim)" ||
+		{ verdict="OVER (+$lim)"; over=1; } ;;
+	esac
+	printf '  %-10s %10s %10s %10s %10s %10s  %s\n' "$w" "$n0" "$n1" "$n2" "$d1" "$d2" "$verdict"
+done
+if ((over)) && [[ ${INSTR_LIMITS:-0} == 1 ]]; then
+	echo "bench-instr: a hot path is above its limit"
+	exit 1
+fi
