@@ -15,6 +15,7 @@ struct mmf_config cfg = {.v = {
 #undef X
 }};
 int mode = MMF_MODE_SAFE;
+int init_state; /* 0 none, 1 running, 2 done, 3 failed (forward all); life.c sets it */
 size_t page;
 
 const struct mmf_config *mmf_cfg(void) { return &cfg; }

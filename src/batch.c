@@ -56,7 +56,8 @@ struct bq {
 	struct iovec iov[BQ_CAP];
 };
 
-__thread int mmf_batch_depth __attribute__((tls_model("initial-exec")));
+/* mmf_batch_depth is defined in fast.c, the layer below (the fast paths
+ * and decide() read it). */
 static struct bq *queues;
 static __thread struct bq *self __attribute__((tls_model("initial-exec")));
 static __thread volatile int bq_busy __attribute__((tls_model("initial-exec")));

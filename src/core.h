@@ -162,10 +162,10 @@ int mremap_aligned(struct mmf_folio_policy *fp, const struct mmf_op *op, struct 
 /* ---- decide.c (continued) ------------------------------------------------ */
 long run_brk(struct mmf_op *op, struct mmf_tstats *t);
 
-/* ---- life.c: start-up, fork, exit ---------------------------------------- */
+/* ---- base.c (set by life.c's start-up) ----------------------------------- */
 extern int init_state; /* 0 none, 1 running, 2 done, 3 failed (forward all) */
 
-/* ---- fastrun.c: the fast paths' gate (fast.h) ---------------------------- */
+/* ---- life.c: the fast paths' gate (fast.h) ------------------------------- */
 /* Opens or closes the fast paths for what is in force now: at start-up
  * and whenever something they depend on changes. */
 void fast_gate(void);

@@ -185,21 +185,3 @@ long run_brk(struct mmf_op *op, struct mmf_tstats *t)
 	wleave();
 	return r;
 }
-
-void mmf_note_prctl(long option, long arg2, long result)
-{
-	if (option == PR_SET_MDWE && result == 0)
-		__atomic_store_n(&mdwe, 1, __ATOMIC_RELAXED);
-	if (option == PR_SET_THP_DISABLE && result == 0)
-		__atomic_store_n(&folio_policy.thp_disabled, arg2 != 0, __ATOMIC_RELAXED);
-	if (option == PR_SET_MDWE && result == 0 && init_state == 2)
-		fast_gate();
-}
-
-void mmf_note_personality(unsigned long persona, long result)
-{
-	if (result != -1 && persona != 0xffffffffUL)
-		__atomic_store_n(&rie, (persona & READ_IMPLIES_EXEC) != 0, __ATOMIC_RELAXED);
-	if (result != -1 && persona != 0xffffffffUL && init_state == 2)
-		fast_gate();
-}

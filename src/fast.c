@@ -17,6 +17,9 @@ uint32_t mmf_fast_lazy;
 static const uint32_t no_seq = 1; /* odd: never a hint's */
 const uint32_t *mmf_fast_seq = &no_seq;
 __thread struct mmf_fast_tls mmf_fast_tls __attribute__((tls_model("initial-exec")));
+/* batch.h: this thread's batch nesting; batch.c owns it, defined here so
+ * that decide() and the fast paths read it without calling into batch.c. */
+__thread int mmf_batch_depth __attribute__((tls_model("initial-exec")));
 
 static uint64_t word(const struct mmf_attr *a)
 {

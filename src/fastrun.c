@@ -8,20 +8,6 @@
 #include "thp.h"
 #include "wx.h"
 
-/* Opens or closes the fast paths (fast.h) for what is in force now. */
-void fast_gate(void)
-{
-	unsigned off = (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2 ? MMF_FAST_INIT : 0) |
-		       (mode != MMF_MODE_SAFE ? MMF_FAST_MODE : 0) |
-		       (__atomic_load_n(&mmf_prof_on, __ATOMIC_ACQUIRE) ? MMF_FAST_PROFILE : 0) |
-		       (tracing ? MMF_FAST_TRACE : 0) | (verify ? MMF_FAST_VERIFY : 0) |
-		       (PLD(rie) ? MMF_FAST_RIE : 0) |
-		       (mmf_shape_policy() != MMF_SHAPE_AUTO || mmf_shape_cost_default.widen_ns ?
-			MMF_FAST_SHAPE : 0);
-	mmf_fast_set(off, PLD(mdwe), cfg.v[MMF_OPT_WX] == MMF_WX_RELAX, page,
-		     mode == MMF_MODE_OFF ? NULL : &map.seq, PLD(lazy_state.on));
-}
-
 /* An mprotect that changes exactly the record of this thread's hint
  * (fast.h: the gate open, so no section, batch or lazy mode on this
  * thread; the record owned, unsealed, of known protection): what decide()

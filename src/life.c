@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 
 #include "batch.h"
+#include "fast.h"
 #include "fmt.h"
 #include "live.h"
 #include "profile.h"
@@ -15,7 +16,6 @@
 #include "thp.h"
 #include "wx.h"
 
-int init_state; /* 0 none, 1 running, 2 done, 3 failed (forward all) */
 static int fini_done;
 
 /* ---- start-up ----------------------------------------------------------- */
@@ -179,4 +179,37 @@ void mmf_fini(void)
 			mmf_sys_close(fd);
 	}
 	mmf_live_fini();
+}
+
+/* Opens or closes the fast paths (fast.h) for what is in force now. */
+void fast_gate(void)
+{
+	unsigned off = (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2 ? MMF_FAST_INIT : 0) |
+		       (mode != MMF_MODE_SAFE ? MMF_FAST_MODE : 0) |
+		       (__atomic_load_n(&mmf_prof_on, __ATOMIC_ACQUIRE) ? MMF_FAST_PROFILE : 0) |
+		       (tracing ? MMF_FAST_TRACE : 0) | (verify ? MMF_FAST_VERIFY : 0) |
+		       (PLD(rie) ? MMF_FAST_RIE : 0) |
+		       (mmf_shape_policy() != MMF_SHAPE_AUTO || mmf_shape_cost_default.widen_ns ?
+			MMF_FAST_SHAPE : 0);
+	mmf_fast_set(off, PLD(mdwe), cfg.v[MMF_OPT_WX] == MMF_WX_RELAX, page,
+		     mode == MMF_MODE_OFF ? NULL : &map.seq, PLD(lazy_state.on));
+}
+
+/* Process-wide settings another call changed (preload/misc.c). */
+void mmf_note_prctl(long option, long arg2, long result)
+{
+	if (option == PR_SET_MDWE && result == 0)
+		__atomic_store_n(&mdwe, 1, __ATOMIC_RELAXED);
+	if (option == PR_SET_THP_DISABLE && result == 0)
+		__atomic_store_n(&folio_policy.thp_disabled, arg2 != 0, __ATOMIC_RELAXED);
+	if (option == PR_SET_MDWE && result == 0 && init_state == 2)
+		fast_gate();
+}
+
+void mmf_note_personality(unsigned long persona, long result)
+{
+	if (result != -1 && persona != 0xffffffffUL)
+		__atomic_store_n(&rie, (persona & READ_IMPLIES_EXEC) != 0, __ATOMIC_RELAXED);
+	if (result != -1 && persona != 0xffffffffUL && init_state == 2)
+		fast_gate();
 }
