@@ -8,6 +8,7 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 
+#include "barrier.h"
 #include "fmt.h"
 #include "shape.h"
 #include "thp.h"
@@ -65,6 +66,7 @@ long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 	int k = op->kind;
 	if (lazy_on)
 		lazy_before(op);
+	mmf_barrier_before(op);
 	if (k == MMF_K_BRK)
 		return run_brk(op, t);
 

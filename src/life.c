@@ -7,6 +7,7 @@
 #include <sys/personality.h>
 #include <sys/syscall.h>
 
+#include "barrier.h"
 #include "batch.h"
 #include "fmt.h"
 #include "live.h"
@@ -96,6 +97,7 @@ void mmf_late_init(void)
 	mmf_stats_late_init();
 	mmf_batch_late_init();
 	lazy_start();
+	mmf_barrier_start(&map, page);
 	mmf_live_late_init();
 	mmf_report_start_periodic();
 }
@@ -116,6 +118,7 @@ void mmf_atfork_prepare(void)
 	mmf_lazy_flush_all();  /* and what lazy mode deferred */
 	wenter();
 	fork_locked = 1;
+	mmf_barrier_fork_prepare();
 }
 
 void mmf_atfork_parent(void)
@@ -140,6 +143,7 @@ void mmf_atfork_child(void)
 		return;
 	map.lock = 0;
 	mmf_batch_fork_child();
+	mmf_barrier_fork_child();
 	if (!fork_locked) {
 		/* The map may be mid-change: trust nothing. */
 		map.seq &= ~1u;

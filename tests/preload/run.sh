@@ -40,7 +40,7 @@ CFLAGS=(-O2 -g -Wall -Wextra -Werror -pthread)
 OUT=$BUILD/out
 RUNNER=${RUNNER:-}
 read -ra runner <<<"$RUNNER"
-unset LD_PRELOAD RUNNER_PRELOAD MMFOLD_MODE MMFOLD_STATS MMFOLD_STATS_FILE MMFOLD_STATS_FORMAT
+unset LD_PRELOAD RUNNER_PRELOAD MMFOLD_MODE MMFOLD_STATS MMFOLD_STATS_FILE MMFOLD_STATS_FORMAT MMFOLD_BARRIER
 
 pass=0 fail=0
 ok() { echo "PASS $1"; pass=$((pass + 1)); }
@@ -96,12 +96,16 @@ run() {
 		case $mode in
 		ref) ;;
 		broken) pre=(env LD_PRELOAD="$BUILD/broken.so") ;;
+		uffd) pre=(env -u MMFOLD_LIB -u MMFOLD_BUILD LD_PRELOAD="$MMFOLD_LIB" MMFOLD_MODE=safe
+			MMFOLD_BARRIER=uffd) ;;
 		*) pre=(env -u MMFOLD_LIB -u MMFOLD_BUILD LD_PRELOAD="$MMFOLD_LIB" MMFOLD_MODE="$mode") ;;
 		esac
 	else
 		case $mode in
 		ref) pre=(env) ;;
 		broken) pre=(env RUNNER_PRELOAD="$BUILD/broken.so") ;;
+		uffd) pre=(env -u MMFOLD_LIB -u MMFOLD_BUILD RUNNER_PRELOAD="$MMFOLD_LIB" MMFOLD_MODE=safe
+			MMFOLD_BARRIER=uffd) ;;
 		*) pre=(env -u MMFOLD_LIB -u MMFOLD_BUILD RUNNER_PRELOAD="$MMFOLD_LIB" MMFOLD_MODE="$mode") ;;
 		esac
 		# "env VAR=VALUE... PROG ARGS": the variables are set before the
@@ -153,6 +157,23 @@ same() {
 
 exit_of() { sed -n 's/^## exit //p' "$1"; }
 
+# MMFOLD_BARRIER=uffd (write barriers through userfaultfd) is a fifth mode
+# of every differential test where the kernel lets this process use
+# userfaultfd write-protection; elsewhere it is reported as not run, with
+# the reason mmfold gives.  In that mode the programs translate /proc's view
+# of write-protected pages (common.h, barrier_uffd); the uffd test compares
+# the untranslated view.
+UFFD_MODE=
+uffd_probe() {
+	local f=$OUT/uffd-probe
+	run "$f" uffd env MMFOLD_STATS=1 MMFOLD_STATS_FORMAT=json true
+	if grep -q '"barrier":{"uffd":true' "$f"; then
+		UFFD_MODE=uffd
+	else
+		echo "uffd mode: cannot run here: $(grep -o '"why":"[^"]*"' "$f" || echo 'no report')"
+	fi
+}
+
 # differential NAME PROG [ARGS...]: reference run must exit 0, then off,
 # safe and observe must match it.  Sets REASON on failure.
 differential() {
@@ -166,7 +187,7 @@ differential() {
 		return 1
 	fi
 	local m d
-	for m in off safe observe lazy; do
+	for m in off safe observe lazy $UFFD_MODE; do
 		run "$OUT/$name.$m" "$m" "$@"
 		if ! d=$(same "$name.$m" "$OUT/$name.ref" "$OUT/$name.$m" "$m"); then
 			REASON="mode $m differs from no-preload run ($d)"
@@ -307,6 +328,7 @@ t_lazystress() {
 	if [ -n "$first" ]; then bad lazystress "$nbad of $n runs failed; first: $first"; else ok lazystress; fi
 }
 
+uffd_probe
 tests=("$@")
 [ ${#tests[@]} = 0 ] && tests=(walk walk-shape walk-stats errno_matrix barrier ctor sigreentry broken
 	sigchain barrier-sigchain lazystress stopworld)
