@@ -46,7 +46,7 @@ DEPS_CORPUS  := python3 pypy3 mono-runtime mono-mcs guile-3.0 ruby sbcl erlang-n
 		php-cli chezscheme ghc
 
 .PHONY: all lib check check-unit check-preload soak check-clients check-clients-repeat check-corpus check-browser deps-browser \
-	bench-live check-symbols check-footprint check-wx-yjit demo bench bench-thp bench-shape bench-lazy bench-wx bench-corpus \
+	bench-live bench-barrier check-symbols check-footprint check-wx-yjit demo bench bench-thp bench-shape bench-lazy bench-wx bench-corpus \
 	bench-bin asan tsan valgrind deps-build deps-check deps-clients deps-corpus install uninstall clean
 
 all: lib
@@ -191,6 +191,11 @@ bench: deps-clients $(LIB)
 # Lazy mode and the batch API (tools/bench_lazy.sh; mlock needs root).
 bench-lazy: $(LIB)
 	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/bench_lazy tools/bench_lazy.sh
+
+# MMFOLD_BARRIER=uffd against plain mprotect on Boehm-GC programs
+# (tools/bench_barrier.sh; bdwgc's gctest too when BDWGC_BUILD has one).
+bench-barrier: deps-clients $(LIB)
+	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/bench_barrier tools/bench_barrier.sh
 
 # Cost of MMFOLD_LIVE=1 (tools/bench_live.sh): callgrind instructions and
 # alternating wall time on the Boehm-GC demo program and boehm_inc.
