@@ -87,6 +87,8 @@ struct chunk {
 static struct chunk *chunks; /* MAX_CHUNKS, mapped at start */
 static uint32_t nchunks;
 static uint64_t wp_pages;    /* pages with a wp bit (a fast "none") */
+/* Protections being made: wp bits set whose ioctl has not returned yet. */
+static uint32_t protecting;
 
 #define LD(x) __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
 
@@ -588,15 +590,19 @@ static int protect(uint64_t s, uint64_t e)
 			pe[np++] = re;
 		}
 	}
-	for (int i = 0; i < np; i++) {
+	__atomic_add_fetch(&protecting, 1, __ATOMIC_SEQ_CST);
+	int ok = 1;
+	for (int i = 0; ok && i < np; i++) {
 		/* the bits first: a fault the new protection raises finds them */
 		if (bits_set(WP, ps[i], pe[i], 1) < 0 || uffd_wp(ps[i], pe[i], 1) != 0) {
 			protect_undo(ps, pe, i + 1);
-			return 0;
+			ok = 0;
 		}
 	}
-	mmf_event(MMF_E_BARRIER_PROTECTED);
-	return 1;
+	__atomic_sub_fetch(&protecting, 1, __ATOMIC_SEQ_CST);
+	if (ok)
+		mmf_event(MMF_E_BARRIER_PROTECTED);
+	return ok;
 }
 
 /* mprotect(PROT_READ|PROT_WRITE) of eligible pages, some write-protected:
@@ -635,6 +641,17 @@ int mmf_barrier_run(const struct mmf_op *op, long *res)
 	    (prot == RW && !any_bit(WP, a, e) && !LD(nstale))) {
 		mmf_barrier_before(op);
 		return 0;
+	}
+	/* A collector protects its whole heap each cycle while most of it is
+	 * protected already: when every page is, and no protection is being
+	 * made (whose bits would be set before the kernel's), the call changes
+	 * nothing and is answered without the lock. */
+	uint64_t rs, re;
+	if (prot == PROT_READ && !LD(nstale) && !LD(stale_all) && !next_run(WP, a, e, 0, &rs, &re) &&
+	    !__atomic_load_n(&protecting, __ATOMIC_SEQ_CST)) {
+		mmf_event(MMF_E_BARRIER_REDUNDANT);
+		*res = 0;
+		return 1;
 	}
 	mmf_writer_enter();
 	drain();

@@ -91,6 +91,7 @@ enum {
 	X(BARRIER_PROTECTED, "barrier_protected") /* mprotect(PROT_READ) made    \
 						     userfaultfd protection */  \
 	X(BARRIER_UNPROTECTED, "barrier_unprotected") /* mprotect(RW) removing it */ \
+	X(BARRIER_REDUNDANT, "barrier_redundant") /* PROT_READ of protected pages */ \
 	X(BARRIER_FAULTS, "barrier_faults") /* writes passed on as SIGSEGV */   \
 	X(BARRIER_RETRIED, "barrier_retried") /* writes that raced a removal */ \
 	X(BARRIER_REGISTERED, "barrier_registered") /* ranges registered */     \

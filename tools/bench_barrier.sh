@@ -68,7 +68,7 @@ one() {
 	local tp=$! max=0 n kid
 	while kill -0 "$tp" 2>/dev/null; do
 		kid=$(pgrep -P "$tp" | head -1)
-		if [ -n "$kid" ] && n=$(wc -l <"/proc/$kid/maps" 2>/dev/null); then
+		if [ -n "$kid" ] && n=$({ wc -l <"/proc/$kid/maps"; } 2>/dev/null); then
 			[ "$n" -gt "$max" ] && max=$n
 		fi
 		sleep 0.02
