@@ -699,9 +699,13 @@ void mmf_barrier_fork_child(void)
 {
 	if (!mmf_barrier_on)
 		return;
-	/* The parent's userfaultfd acts on the parent's memory: never use it
-	 * here.  The child's VMAs are no longer registered. */
+	/* The parent's userfaultfd acts on the parent's memory, and its
+	 * /proc/self/maps describes the parent: never use them here.  The
+	 * child's VMAs are no longer registered. */
 	mmf_sys_close(ufd);
+	if (maps_fd >= 0)
+		mmf_sys_close(maps_fd);
+	maps_fd = -1;
 	for (uint32_t i = 0; i < nchunks; i++) {
 		size_t bytes = ((size_t)1 << CHUNK_SHIFT) / page / 8;
 		mmf_sys_munmap(chunks[i].bits[WP], 2 * bytes);

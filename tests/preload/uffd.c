@@ -11,7 +11,7 @@
  *     mremap, madvise, mlock, mseal, MADV_POPULATE_WRITE) answers as the
  *     kernel does for read-only pages, and what the pages do afterwards;
  *   - fork: the child's writes to the read-only pages fault as the
- *     parent's do;
+ *     parent's do, and a barrier the child makes works as the parent's;
  *   - children that die of the fault: no handler, a handler that resets
  *     itself (SA_RESETHAND), SIGSEGV blocked, SIGSEGV ignored.
  * proc: the /proc view of read-only pages (maps protection, smaps' uw flag,
@@ -264,6 +264,11 @@ static void semantics(void)
 		pages("child", m, 4);
 		rc("child mprotect(1, RW)", mprotect(m + PG, PG, PROT_READ | PROT_WRITE));
 		pages("child", m, 2);
+		/* a collector in the child: its own barrier works there */
+		char *c = fresh();
+		pages("child's own", c, 4);
+		rc("child's own mprotect(2, RW)", mprotect(c + 2 * PG, PG, PROT_READ | PROT_WRITE));
+		pages("child's own", c, 4);
 		fflush(stdout);
 		_exit(0);
 	}
