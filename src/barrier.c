@@ -646,6 +646,11 @@ int mmf_barrier_run(const struct mmf_op *op, long *res)
 	 * protected already: when every page is, and no protection is being
 	 * made (whose bits would be set before the kernel's), the call changes
 	 * nothing and is answered without the lock. */
+	/* Lazy mode: a promotion waiting there is made first, so that the
+	 * records say what the kernel has (a read-only record counts as
+	 * read-only already, and its waiting promotion would undo the call). */
+	if (prot == PROT_READ && mmf_lazy_active())
+		mmf_lazy_buffer(a, e - a);
 	uint64_t rs, re;
 	if (prot == PROT_READ && !LD(nstale) && !LD(stale_all) && !next_run(WP, a, e, 0, &rs, &re) &&
 	    !__atomic_load_n(&protecting, __ATOMIC_SEQ_CST)) {

@@ -98,9 +98,12 @@ run() {
 		case $mode in
 		ref) ;;
 		broken) pre=(env LD_PRELOAD="$BUILD/broken.so") ;;
-		uffd) pre=(env -u MMFOLD_LIB -u MMFOLD_BUILD LD_PRELOAD="$MMFOLD_LIB" MMFOLD_MODE=safe
-			MMFOLD_BARRIER=uffd MMFOLD_STATS=1 MMFOLD_STATS_FORMAT=json
-			MMFOLD_STATS_FILE="$OUT/uffd-stats.json") ;;
+		uffd | lazyuffd)
+			local mm=safe
+			[ "$mode" = lazyuffd ] && mm=lazy
+			pre=(env -u MMFOLD_LIB -u MMFOLD_BUILD LD_PRELOAD="$MMFOLD_LIB" MMFOLD_MODE=$mm
+				MMFOLD_BARRIER=uffd MMFOLD_STATS=1 MMFOLD_STATS_FORMAT=json
+				MMFOLD_STATS_FILE="$OUT/uffd-stats.json") ;;
 		*) pre=(env -u MMFOLD_LIB -u MMFOLD_BUILD LD_PRELOAD="$MMFOLD_LIB" MMFOLD_MODE="$mode") ;;
 		esac
 	else
@@ -357,6 +360,12 @@ t_uffd() {
 		return
 	fi
 	local m rc d
+	# lazy mode with the barrier (the differential runs it in safe mode)
+	run "$OUT/uffd.lazyuffd" lazyuffd "$BUILD/uffd" semantics
+	if ! d=$(same uffd-lazy "$OUT/uffd.ref" "$OUT/uffd.lazyuffd" lazy); then
+		bad uffd "lazy mode with the barrier differs from no-preload run ($d)"
+		return
+	fi
 	for m in ref uffd; do
 		run "$OUT/uffd-die.$m" "$m" sh -c '"$1" die; echo "status $?"' sh "$BUILD/uffd"
 		rc=$(sed -n 's/^status //p' "$OUT/uffd-die.$m")
@@ -389,7 +398,8 @@ t_uffd() {
 }
 
 # The write-barrier test (barrier.c: 4 mutator threads, 2 spinners and the
-# collector on 2 cores) many times with MMFOLD_BARRIER=uffd: every run must
+# collector on 2 cores) many times with MMFOLD_BARRIER=uffd (every other
+# run in lazy mode, the others in safe mode): every run must
 # find the set of faulting pages equal to the set written in each of its 16
 # rounds (no lost and no extra fault) and every write in place.
 t_barrier_uffd() {
@@ -401,7 +411,9 @@ t_barrier_uffd() {
 	local f0 f1
 	f0=$(uffd_count barrier_faults)
 	for i in $(seq 1 "$n"); do
-		run "$OUT/barrier-uffd.$i" uffd "$BUILD/barrier" "$i"
+		local m=uffd
+		[ $((i % 2)) = 0 ] && m=lazyuffd
+		run "$OUT/barrier-uffd.$i" $m "$BUILD/barrier" "$i"
 		if [ "$(exit_of "$OUT/barrier-uffd.$i")" != 0 ] || ! grep -q '^barrier ok' "$OUT/barrier-uffd.$i"; then
 			nbad=$((nbad + 1))
 			[ -n "$first" ] || first=$OUT/barrier-uffd.$i
