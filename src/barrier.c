@@ -22,7 +22,6 @@
 #include <sys/syscall.h>
 #include <ucontext.h>
 
-#include "batch.h"
 #include "config.h"
 #include "fmt.h"
 #include "sigchain.h"
@@ -627,10 +626,9 @@ static int unprotect(uint64_t s, uint64_t e)
 	return 1;
 }
 
-int mmf_barrier_run(const struct mmf_op *op, long *res)
+int mmf_barrier_run(const struct mmf_op *op, int batch, long *res)
 {
-	if (op->kind != MMF_K_MPROTECT || op->flags || mmf_batch_depth ||
-	    __atomic_load_n(&mmf_batch_live, __ATOMIC_RELAXED)) {
+	if (op->kind != MMF_K_MPROTECT || op->flags || batch) {
 		mmf_barrier_before(op);
 		return 0;
 	}

@@ -44,8 +44,10 @@ void mmf_barrier_start(struct mmf_map *map, size_t page);
 
 /* Before the engine's normal path, no lock held.  An mprotect the barrier
  * answers: returns 1 and *res.  Otherwise write-protected pages op reaches
- * are made plain first (mmf_barrier_before) and 0 returned. */
-int mmf_barrier_run(const struct mmf_op *op, long *res);
+ * are made plain first (mmf_barrier_before) and 0 returned.  batch: a
+ * batch is open on this thread or queues hold calls (nothing is converted:
+ * a queued call must not be overtaken). */
+int mmf_barrier_run(const struct mmf_op *op, int batch, long *res);
 
 /* No lock held: write-protected pages op may reach become what plain
  * mprotect(PROT_READ) would have made.  Cheap when there are none. */

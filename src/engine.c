@@ -53,7 +53,8 @@ long mmf_run(struct mmf_op *op)
 	}
 	if (mmf_barrier_on) {
 		long r;
-		if (mmf_barrier_run(op, &r))
+		int batch = mmf_batch_depth || __atomic_load_n(&mmf_batch_live, __ATOMIC_RELAXED);
+		if (mmf_barrier_run(op, batch, &r))
 			return r;
 	}
 	if (lazy_on && !mmf_lazy_hold && !lazy_blocked()) {
