@@ -30,7 +30,7 @@ UNWIND_CFLAGS = $(shell $(PKG_CONFIG) --cflags libunwind 2>/dev/null)
 ENGINE_SRC  := src/sys.c src/map.c src/mapread.c src/fast.c src/fmt.c src/config.c src/stats.c src/base.c src/wlock.c \
 	       src/question.c src/record.c src/decide.c src/lazymode.c src/life.c src/engine.c src/fastrun.c \
 	       src/report.c src/verify.c src/folio.c src/batch.c src/lazy.c src/sigchain.c \
-	       src/sigrestore.S src/profile.c src/shape.c src/wxtab.c src/wx.c src/live.c src/thp.c
+	       src/sigrestore.S src/profile.c src/shape.c src/wxtab.c src/wx.c src/live.c src/thp.c src/barrier.c
 PRELOAD_SRC := preload/next.c preload/init.c preload/mman.c preload/madvise.c \
 	       preload/mlock.c preload/misc.c preload/syscall.c preload/batch.c preload/signal.c \
 	       preload/io.c preload/stdio.c preload/scanf.c preload/sigmask.c preload/unwind.c preload/exit.c
@@ -46,7 +46,7 @@ DEPS_CORPUS  := python3 pypy3 mono-runtime mono-mcs guile-3.0 ruby sbcl erlang-n
 		php-cli chezscheme ghc
 
 .PHONY: all lib check check-unit check-preload soak check-clients check-clients-repeat check-corpus check-browser deps-browser \
-	bench-live bench-instr check-symbols check-footprint check-layers check-wx-yjit demo bench bench-thp bench-shape bench-lazy bench-wx bench-corpus \
+	bench-live bench-barrier bench-instr check-symbols check-footprint check-layers check-wx-yjit demo bench bench-thp bench-shape bench-lazy bench-wx bench-corpus \
 	bench-bin asan tsan valgrind deps-build deps-check deps-clients deps-corpus install uninstall clean
 
 all: lib
@@ -196,6 +196,11 @@ bench: deps-clients $(LIB)
 # Lazy mode and the batch API (tools/bench_lazy.sh; mlock needs root).
 bench-lazy: $(LIB)
 	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/bench_lazy tools/bench_lazy.sh
+
+# MMFOLD_BARRIER=uffd against plain mprotect on Boehm-GC programs
+# (tools/bench_barrier.sh; bdwgc's gctest too when BDWGC_BUILD has one).
+bench-barrier: deps-clients $(LIB)
+	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/bench_barrier tools/bench_barrier.sh
 
 # Cost of MMFOLD_LIVE=1 (tools/bench_live.sh): callgrind instructions and
 # alternating wall time on the Boehm-GC demo program and boehm_inc.

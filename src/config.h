@@ -24,6 +24,7 @@ enum { MMF_SIGCHAIN_AUTO, MMF_SIGCHAIN_ON };
 /* MMFOLD_SHAPE: trim and widen force that shape wherever it is allowed. */
 enum { MMF_SHAPE_OFF, MMF_SHAPE_AUTO, MMF_SHAPE_TRIM, MMF_SHAPE_WIDEN };
 enum { MMF_WX_KEEP, MMF_WX_RELAX, MMF_WX_OFF };
+enum { MMF_BARRIER_OFF, MMF_BARRIER_UFFD };
 /* MMFOLD_ALIGN: a size in bytes, or one of these. */
 #define MMF_ALIGN_AUTO (-1L)
 #define MMF_ALIGN_OFF 0L
@@ -53,6 +54,7 @@ enum { MMF_WX_KEEP, MMF_WX_RELAX, MMF_WX_OFF };
 	X(SHAPE, "MMFOLD_SHAPE", 'E', MMF_SHAPE_AUTO, 0, 0, "off|auto|trim|widen") \
 	X(WX, "MMFOLD_WX", 'E', MMF_WX_KEEP, 0, 0, "keep|relax|off")           \
 	X(LAZY_TOUCHED, "MMFOLD_LAZY_TOUCHED", 'I', 75, 1, 100, NULL)           \
+	X(BARRIER, "MMFOLD_BARRIER", 'E', MMF_BARRIER_OFF, 0, 0, "off|uffd")    \
 	X(LIB, "MMFOLD_LIB", 'S', 0, 0, 0, NULL) /* for the tools: not used here */
 
 enum {

@@ -8,6 +8,7 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 
+#include "barrier.h"
 #include "batch.h"
 #include "fast.h"
 #include "fmt.h"
@@ -67,6 +68,7 @@ long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 	int k = op->kind;
 	if (lazy_state.on)
 		lazy_before(op);
+	mmf_barrier_before(op);
 	if (k == MMF_K_BRK)
 		return run_brk(op, t);
 

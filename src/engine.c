@@ -3,6 +3,7 @@
  * docs/DESIGN.md. */
 #include "core.h"
 
+#include "barrier.h"
 #include "batch.h"
 #include "fast.h"
 #include "profile.h"
@@ -52,6 +53,7 @@ long mmf_run(struct mmf_op *op)
 	if (in_write) {
 		/* Re-entered while this thread holds the map. */
 		mmf_event(MMF_E_REENTRY);
+		mmf_barrier_reentry(op);
 		long r = forward(op, t, asked);
 		reentry_forget(op, r);
 		return r;
@@ -61,6 +63,12 @@ long mmf_run(struct mmf_op *op)
 	    mode >= MMF_MODE_SAFE) {
 		long r;
 		if (mmf_batch_intercept(op, &r))
+			return r;
+	}
+	if (mmf_barrier_on) {
+		long r;
+		int batch = mmf_batch_depth || __atomic_load_n(&mmf_batch_live, __ATOMIC_RELAXED);
+		if (mmf_barrier_run(op, batch, &r))
 			return r;
 	}
 	if (lazy_state.on && !mmf_lazy_hold && !lazy_blocked()) {

@@ -81,6 +81,12 @@ void mmf_late_init(void);
 /* Exit: prints the report when asked.  Idempotent. */
 void mmf_fini(void);
 
+/* The writer section for other files (barrier.c): not re-entrant; held
+ * tells whether this thread is inside one. */
+void mmf_writer_enter(void);
+void mmf_writer_leave(void);
+int mmf_writer_held(void);
+
 void mmf_atfork_prepare(void);
 void mmf_atfork_parent(void);
 void mmf_atfork_child(void);
@@ -106,6 +112,9 @@ void mmf_report_start_periodic(void);
  * kernel's view agrees with a skip decision, 0 when it does not, -1 when
  * it cannot tell. */
 int mmf_verify(uint64_t start, uint64_t end, const struct mmf_want *w);
+/* The VMA holding addr, from the PROCMAP_QUERY ioctl (Linux 6.11+) on fd
+ * (an open /proc/self/maps): 0 and [*s,*e), or -errno (-ENOENT: none). */
+long mmf_vma_at(int fd, uint64_t addr, uint64_t *s, uint64_t *e);
 /* The same from /proc/self/smaps only (what kernels before 6.11 get). */
 int mmf_verify_smaps(uint64_t start, uint64_t end, const struct mmf_want *w);
 

@@ -36,6 +36,7 @@ enum {
 	MMF_FAST_VERIFY = 16, /* MMFOLD_VERIFY: skips are checked */
 	MMF_FAST_RIE = 32,    /* READ_IMPLIES_EXEC: mprotect is never skipped */
 	MMF_FAST_SHAPE = 64,  /* range shaping may change a one-record call */
+	MMF_FAST_BARRIER = 128, /* MMFOLD_BARRIER=uffd: mprotect may be a barrier */
 };
 extern uint32_t mmf_fast_fwd_off;
 /* Lazy mode is on (engine.c's lazy_on, copied once it is set): the one

@@ -7,6 +7,7 @@
 #include <sys/personality.h>
 #include <sys/syscall.h>
 
+#include "barrier.h"
 #include "batch.h"
 #include "fast.h"
 #include "fmt.h"
@@ -98,7 +99,8 @@ void mmf_late_init(void)
 	mmf_stats_late_init();
 	mmf_batch_late_init();
 	lazy_start();
-	fast_gate(); /* lazy_on is set now */
+	mmf_barrier_start(&map, page);
+	fast_gate(); /* lazy_on and the barrier are set now */
 	mmf_live_late_init();
 	mmf_report_start_periodic();
 }
@@ -119,6 +121,7 @@ void mmf_atfork_prepare(void)
 	mmf_lazy_flush_all();  /* and what lazy mode deferred */
 	wenter();
 	fork_locked = 1;
+	mmf_barrier_fork_prepare();
 }
 
 void mmf_atfork_parent(void)
@@ -143,6 +146,7 @@ void mmf_atfork_child(void)
 		return;
 	map.lock = 0;
 	mmf_batch_fork_child();
+	mmf_barrier_fork_child();
 	if (!fork_locked) {
 		/* The map may be mid-change: trust nothing. */
 		map.seq &= ~1u;
@@ -190,7 +194,8 @@ void fast_gate(void)
 		       (tracing ? MMF_FAST_TRACE : 0) | (verify ? MMF_FAST_VERIFY : 0) |
 		       (PLD(rie) ? MMF_FAST_RIE : 0) |
 		       (mmf_shape_policy() != MMF_SHAPE_AUTO || mmf_shape_cost_default.widen_ns ?
-			MMF_FAST_SHAPE : 0);
+			MMF_FAST_SHAPE : 0) |
+		       (__atomic_load_n(&mmf_barrier_on, __ATOMIC_RELAXED) ? MMF_FAST_BARRIER : 0);
 	mmf_fast_set(off, PLD(mdwe), cfg.v[MMF_OPT_WX] == MMF_WX_RELAX, page,
 		     mode == MMF_MODE_OFF ? NULL : &map.seq, PLD(lazy_state.on));
 }

@@ -1,6 +1,7 @@
 /* The statistics report, text for people or one JSON line for tools.
  * Built in a stack buffer and written with write(2): no stdio, no malloc. */
 #include "config.h"
+#include "barrier.h"
 #include "engine.h"
 #include "fmt.h"
 #include "live.h"
@@ -64,6 +65,7 @@ static void text(struct mmf_buf *b, const struct mmf_tstats *s, const uint64_t *
 		mmf_putc(b, '\n');
 	if (mmf_mode() >= MMF_MODE_SAFE)
 		mmf_folio_report(b, 0);
+	mmf_barrier_report(b, 0);
 	mmf_profile_report(b, 0);
 }
 
@@ -136,6 +138,7 @@ static void json(struct mmf_buf *b, const struct mmf_tstats *s, const uint64_t *
 	mmf_putc(b, '}');
 	if (mmf_mode() >= MMF_MODE_SAFE)
 		mmf_folio_report(b, 1);
+	mmf_barrier_report(b, 1);
 	mmf_profile_report(b, 1);
 	mmf_puts(b, "}\n");
 }

@@ -144,10 +144,13 @@ __thread uintptr_t mmf_sigchain_sp __attribute__((tls_model("initial-exec")));
 static void handler(int sig, siginfo_t *si, void *uc)
 {
 	mmf_fault_fn fn = __atomic_load_n(&fault_fn, __ATOMIC_ACQUIRE);
-	if (fn && fn(sig, si, uc)) {
+	int mine = fn ? fn(sig, si, uc) : 0;
+	if (mine == 1) {
 		mmf_event(MMF_E_FAULTS_CLAIMED);
 		return;
 	}
+	if (mine == 2)
+		sig = si->si_signo;
 	mmf_event(MMF_E_SIGNALS_CHAINED);
 	struct chain *c = chain_of(sig);
 	const struct slot *p = __atomic_load_n(&c->cur, __ATOMIC_ACQUIRE);
@@ -320,6 +323,8 @@ void mmf_sigchain_start(void)
 	else
 		mmf_log(2, "mmfold: MMFOLD_SIGCHAIN=on: SIGSEGV and SIGBUS chained through mmfold");
 }
+
+mmf_fault_fn mmf_sigchain_fault_fn(void) { return __atomic_load_n(&fault_fn, __ATOMIC_ACQUIRE); }
 
 int mmf_sigchain_claimed(void) { return __atomic_load_n(&state, __ATOMIC_ACQUIRE) == 2; }
 

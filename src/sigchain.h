@@ -15,9 +15,14 @@
 #include <stdint.h>
 
 /* Returns 1 when the fault was mmfold's (handled: the faulting access may
- * be retried), 0 otherwise.  Called inside the signal handler, with every
- * signal blocked. */
+ * be retried), 0 otherwise, 2 when it is the program's but as the signal
+ * the function wrote into si->si_signo (barrier.c: a SIGBUS that plain
+ * mprotect would have raised as SIGSEGV).  Called inside the signal
+ * handler, with every signal blocked. */
 typedef int (*mmf_fault_fn)(int sig, siginfo_t *si, void *uctx);
+
+/* The function claims run now (NULL when none). */
+mmf_fault_fn mmf_sigchain_fault_fn(void);
 
 /* Installs mmfold's handler for SIGSEGV and SIGBUS (idempotent; a later
  * call replaces fn), importing whatever handler is installed now as the

@@ -90,7 +90,16 @@ enum {
 	X(WX_REFUSED, "wx_rwx_refused")   /* the kernel refused RWX: forwarding */ \
 	X(WX_REGIONS, "wx_window_regions") /* regions found flipping a window */ \
 	X(WX_WIN_FLIPS, "wx_window_flips") /* RX of such a region after a window */ \
-	X(WX_WIN_KEPT, "wx_windows_kept") /* window pages given their own VMA */
+	X(WX_WIN_KEPT, "wx_windows_kept") /* window pages given their own VMA */ \
+	X(BARRIER_PROTECTED, "barrier_protected") /* mprotect(PROT_READ) made    \
+						     userfaultfd protection */  \
+	X(BARRIER_UNPROTECTED, "barrier_unprotected") /* mprotect(RW) removing it */ \
+	X(BARRIER_REDUNDANT, "barrier_redundant") /* PROT_READ of protected pages */ \
+	X(BARRIER_FAULTS, "barrier_faults") /* writes passed on as SIGSEGV */   \
+	X(BARRIER_RETRIED, "barrier_retried") /* writes that raced a removal */ \
+	X(BARRIER_REGISTERED, "barrier_registered") /* ranges registered */     \
+	X(BARRIER_UNWRAPPED, "barrier_unwrapped") /* made plain for another call */ \
+	X(BARRIER_REFUSED, "barrier_refused") /* the kernel refused: plain path */
 
 enum {
 #define X(id, name, ...) MMF_E_##id,

@@ -23,6 +23,20 @@ struct procmap_query_ {
 #define PMQ_X 4
 #define PMQ_COVERING_OR_NEXT 0x10
 
+long mmf_vma_at(int fd, uint64_t a, uint64_t *s, uint64_t *e)
+{
+	struct procmap_query_ q;
+	memset(&q, 0, sizeof q);
+	q.size = sizeof q;
+	q.query_addr = a;
+	long r = mmf_sys6(SYS_ioctl, fd, (long)PROCMAP_QUERY_, (long)&q, 0, 0, 0);
+	if (r != 0)
+		return r;
+	*s = q.vma_start;
+	*e = q.vma_end;
+	return 0;
+}
+
 /* 1 agree, 0 disagree, -1 unsupported. */
 static int verify_prot(int fd, uint64_t s, uint64_t e, int prot)
 {

@@ -136,3 +136,8 @@ void pending_add(uint64_t s, uint64_t e)
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	PST(pending.n, n + 1);
 }
+
+/* The writer section for the modules below the engine (barrier.c). */
+void mmf_writer_enter(void) { wenter(); }
+void mmf_writer_leave(void) { wleave(); }
+int mmf_writer_held(void) { return in_write != 0; }

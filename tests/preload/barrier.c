@@ -133,8 +133,10 @@ static void heap_prot(char *out)
 		if (sscanf(l, "%lx-%lx %4s", &a, &b, pm) == 3 && a < h1 && b > h0) {
 			char c = strncmp(pm, "rw-p", 4) == 0 ? 'w'
 				 : strncmp(pm, "r--p", 4) == 0 ? 'r' : '?';
+			/* MMFOLD_BARRIER=uffd: a write-protected page of a
+			 * read-write VMA is read-only (common.h) */
 			for (uintptr_t p = a < h0 ? h0 : a; p < b && p < h1; p += PG)
-				out[(p - h0) / PG] = c;
+				out[(p - h0) / PG] = c == 'w' && barrier_uffd() && uffd_wp_bit(p) ? 'r' : c;
 		}
 		l = strchr(l, '\n');
 		if (l)

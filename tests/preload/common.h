@@ -256,6 +256,57 @@ static int flag_kept(const char *f)
 	return strncmp(f, "sd", 2) != 0;
 }
 
+/* ---- MMFOLD_BARRIER=uffd: what /proc shows differently ----
+ *
+ * In that mode a page the program made read-only with mprotect may be a
+ * write-protected page of a read-write VMA instead (README.md, "Write
+ * barriers"): /proc/self/maps and smaps say rw-p, smaps' VmFlags carry
+ * "uw" (registered) and pagemap's bit 57 (uffd-wp) is set on the page.
+ * When the tests run in that mode (the variable is in their environment),
+ * the per-page states below show such a page as the read-only page it is
+ * to the program: "r" for "w" in the protection, no "wr" and no "uw" in
+ * the flags.  tests/preload/run.sh compares the untranslated /proc view
+ * separately (the uffd test). */
+static int barrier_uffd(void)
+{
+	static int v = -1;
+	if (v < 0) {
+		const char *e = getenv("MMFOLD_BARRIER");
+		v = e && strcmp(e, "uffd") == 0;
+	}
+	return v;
+}
+
+/* pagemap's uffd-wp bit of the page at a (0 when it cannot be read). */
+static __attribute__((unused)) int uffd_wp_bit(uintptr_t a)
+{
+	static int fd = -1;
+	if (fd < 0)
+		fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	uint64_t v = 0;
+	if (fd < 0 || pread(fd, &v, sizeof v, (off_t)(a / PG * 8)) != (ssize_t)sizeof v)
+		return 0;
+	return (int)((v >> 57) & 1);
+}
+
+/* The state of the page at a as the program sees it (see barrier_uffd). */
+static void barrier_view(struct pstate *s, uintptr_t a)
+{
+	char out[96] = "", *save = NULL, *tok, tmp[96];
+	int wp = s->perm[1] == 'w' && uffd_wp_bit(a);
+	if (wp)
+		s->perm[1] = '-';
+	strcpy(tmp, s->flags);
+	for (tok = strtok_r(tmp, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (strcmp(tok, "uw") == 0 || (wp && strcmp(tok, "wr") == 0))
+			continue;
+		size_t fl = strlen(out);
+		if (fl + strlen(tok) + 2 < sizeof out)
+			sprintf(out + fl, "%s%s", fl ? "," : "", tok);
+	}
+	strcpy(s->flags, out);
+}
+
 /* Fill st[0..npages) for the pages at base.  Returns 0, -1 on error. */
 static __attribute__((unused)) int page_states(uintptr_t base, size_t npages,
 					       struct pstate *st)
@@ -311,6 +362,8 @@ static __attribute__((unused)) int page_states(uintptr_t base, size_t npages,
 				memcpy(s->perm, perm, 5);
 				strcpy(s->flags, flags);
 				s->pkey = pkey;
+				if (barrier_uffd())
+					barrier_view(s, p);
 			}
 		}
 		line = nl ? nl + 1 : NULL;

@@ -20,7 +20,8 @@
 #      BUILD_ONLY=1: build the programs into BUILD and stop (a cross build),
 #      TESTS_PREBUILT=1: use the programs already in BUILD, build nothing
 #      (a machine without a compiler: the arm64 VM of make check-arm64-system),
-# Tests: walk walk-shape walk-stats errno_matrix barrier ctor sigreentry broken
+#      BARRIER_UFFD_RUNS (default 50): runs of the barrier-uffd test,
+# Tests: walk walk-shape walk-stats errno_matrix barrier uffd barrier-uffd ctor sigreentry broken
 # sigchain barrier-sigchain lazystress stopworld (default: all; the last two run with
 # MMFOLD_SIGCHAIN=on, so mmfold's SIGSEGV handler runs first).  Each program runs without the library (reference) and
 # with it in modes off, safe and observe; stdout and exit status must be
@@ -40,7 +41,7 @@ CFLAGS=(-O2 -g -Wall -Wextra -Werror -pthread)
 OUT=$BUILD/out
 RUNNER=${RUNNER:-}
 read -ra runner <<<"$RUNNER"
-unset LD_PRELOAD RUNNER_PRELOAD MMFOLD_MODE MMFOLD_STATS MMFOLD_STATS_FILE MMFOLD_STATS_FORMAT
+unset LD_PRELOAD RUNNER_PRELOAD MMFOLD_MODE MMFOLD_STATS MMFOLD_STATS_FILE MMFOLD_STATS_FORMAT MMFOLD_BARRIER
 
 pass=0 fail=0
 ok() { echo "PASS $1"; pass=$((pass + 1)); }
@@ -63,6 +64,7 @@ build() {
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/stopworld" "$HERE/stopworld.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/errno_matrix" "$HERE/errno_matrix.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/barrier" "$HERE/barrier.c" &&
+		"$CC" "${CFLAGS[@]}" -o "$BUILD/uffd" "$HERE/uffd.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/sigreentry" "$HERE/sigreentry.c" &&
 		"$CC" "${CFLAGS[@]}" -shared -fPIC -o "$BUILD/libctorlib.so" "$HERE/ctorlib.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/ctor_main" "$HERE/ctor_main.c" \
@@ -73,7 +75,7 @@ build() {
 			-L"$BUILD" -lsigctor -Wl,-rpath,"\$ORIGIN"
 	} >"$log" 2>&1
 }
-PROGRAMS=(walk errno_matrix barrier sigreentry libctorlib.so ctor_main broken.so libsigctor.so sigchain)
+PROGRAMS=(walk errno_matrix barrier uffd sigreentry libctorlib.so ctor_main broken.so libsigctor.so sigchain)
 if [ -n "${TESTS_PREBUILT:-}" ]; then
 	for p in "${PROGRAMS[@]}"; do
 		[ -f "$BUILD/$p" ] || bad build "TESTS_PREBUILT is set but $BUILD/$p is missing"
@@ -96,12 +98,21 @@ run() {
 		case $mode in
 		ref) ;;
 		broken) pre=(env LD_PRELOAD="$BUILD/broken.so") ;;
+		uffd | lazyuffd)
+			local mm=safe
+			[ "$mode" = lazyuffd ] && mm=lazy
+			pre=(env -u MMFOLD_LIB -u MMFOLD_BUILD LD_PRELOAD="$MMFOLD_LIB" MMFOLD_MODE=$mm
+				MMFOLD_BARRIER=uffd MMFOLD_STATS=1 MMFOLD_STATS_FORMAT=json
+				MMFOLD_STATS_FILE="$OUT/uffd-stats.json") ;;
 		*) pre=(env -u MMFOLD_LIB -u MMFOLD_BUILD LD_PRELOAD="$MMFOLD_LIB" MMFOLD_MODE="$mode") ;;
 		esac
 	else
 		case $mode in
 		ref) pre=(env) ;;
 		broken) pre=(env RUNNER_PRELOAD="$BUILD/broken.so") ;;
+		uffd) pre=(env -u MMFOLD_LIB -u MMFOLD_BUILD RUNNER_PRELOAD="$MMFOLD_LIB" MMFOLD_MODE=safe
+			MMFOLD_BARRIER=uffd MMFOLD_STATS=1 MMFOLD_STATS_FORMAT=json
+			MMFOLD_STATS_FILE="$OUT/uffd-stats.json") ;;
 		*) pre=(env -u MMFOLD_LIB -u MMFOLD_BUILD RUNNER_PRELOAD="$MMFOLD_LIB" MMFOLD_MODE="$mode") ;;
 		esac
 		# "env VAR=VALUE... PROG ARGS": the variables are set before the
@@ -153,6 +164,24 @@ same() {
 
 exit_of() { sed -n 's/^## exit //p' "$1"; }
 
+# MMFOLD_BARRIER=uffd (write barriers through userfaultfd) is a fifth mode
+# of every differential test where the kernel lets this process use
+# userfaultfd write-protection; elsewhere it is reported as not run, with
+# the reason mmfold gives.  In that mode the programs translate /proc's view
+# of write-protected pages (common.h, barrier_uffd); the uffd test compares
+# the untranslated view.
+UFFD_MODE= UFFD_WHY=
+uffd_probe() {
+	local f=$OUT/uffd-probe
+	run "$f" uffd env MMFOLD_STATS_FILE="$f.json" true
+	if grep -q '"barrier":{"uffd":true' "$f.json" 2>/dev/null; then
+		UFFD_MODE=uffd
+	else
+		UFFD_WHY=$(grep -o '"why":"[^"]*"' "$f.json" 2>/dev/null || echo "no report ($f)")
+		echo "uffd mode: cannot run here: $UFFD_WHY"
+	fi
+}
+
 # differential NAME PROG [ARGS...]: reference run must exit 0, then off,
 # safe and observe must match it.  Sets REASON on failure.
 differential() {
@@ -166,7 +195,7 @@ differential() {
 		return 1
 	fi
 	local m d
-	for m in off safe observe lazy; do
+	for m in off safe observe lazy $UFFD_MODE; do
 		run "$OUT/$name.$m" "$m" "$@"
 		if ! d=$(same "$name.$m" "$OUT/$name.ref" "$OUT/$name.$m" "$m"); then
 			REASON="mode $m differs from no-preload run ($d)"
@@ -307,9 +336,105 @@ t_lazystress() {
 	if [ -n "$first" ]; then bad lazystress "$nbad of $n runs failed; first: $first"; else ok lazystress; fi
 }
 
+uffd_probe
+# Sums one event over the uffd-mode runs' reports so far.
+uffd_count() {
+	grep -o "\"$1\":[0-9]*" "$OUT/uffd-stats.json" 2>/dev/null | cut -d: -f2 |
+		awk '{s += $1} END {print s + 0}'
+}
+
+# MMFOLD_BARRIER=uffd on its own (uffd.c): what a program sees must equal
+# the run without mmfold (semantics, in every mode); the exit status of a
+# program that dies of the fault (139 from a shell); and /proc's view of
+# write-protected pages must differ from the plain one exactly as README.md
+# says: maps rw-p for r--p, smaps' VmFlags wr and uw, pagemap's uffd-wp bit,
+# and mincore 1 for a never-touched page a write was tried on (the kernel
+# allocates it before it reports the protection).
+t_uffd() {
+	if [ -z "$UFFD_MODE" ]; then
+		echo "SKIP uffd: cannot run here: $UFFD_WHY"
+		return
+	fi
+	if ! differential uffd "$BUILD/uffd" semantics; then
+		bad uffd "$REASON"
+		return
+	fi
+	local m rc d
+	# lazy mode with the barrier (the differential runs it in safe mode)
+	run "$OUT/uffd.lazyuffd" lazyuffd "$BUILD/uffd" semantics
+	if ! d=$(same uffd-lazy "$OUT/uffd.ref" "$OUT/uffd.lazyuffd" lazy); then
+		bad uffd "lazy mode with the barrier differs from no-preload run ($d)"
+		return
+	fi
+	for m in ref uffd; do
+		run "$OUT/uffd-die.$m" "$m" sh -c '"$1" die; echo "status $?"' sh "$BUILD/uffd"
+		rc=$(sed -n 's/^status //p' "$OUT/uffd-die.$m")
+		if [ "$rc" != 139 ]; then
+			bad uffd "a write without a handler: status $rc in $m, 139 expected ($OUT/uffd-die.$m)"
+			return
+		fi
+	done
+	# userfaultfd refused (seccomp, EPERM): plain mprotect, the same output,
+	# and the report says why
+	run "$OUT/uffd-deny.uffd" uffd env MMFOLD_STATS_FILE="$OUT/uffd-deny.json" \
+		"$BUILD/uffd" deny "$BUILD/uffd" semantics
+	if ! d=$(same uffd-deny "$OUT/uffd.ref" "$OUT/uffd-deny.uffd" uffd); then
+		bad uffd "with userfaultfd refused the output differs ($d)"
+		return
+	fi
+	if ! grep -q '"barrier":{"uffd":false,"why":"userfaultfd not permitted' "$OUT/uffd-deny.json"; then
+		bad uffd "with userfaultfd refused the report does not say so ($OUT/uffd-deny.json)"
+		return
+	fi
+	run "$OUT/uffd-proc.ref" ref "$BUILD/uffd" proc
+	run "$OUT/uffd-proc.uffd" uffd "$BUILD/uffd" proc
+	sed -e 's/maps r--p/maps rw-p/' -e 's/flags \[rd,mr,mw,me,ac\]/flags [rd,wr,mr,mw,me,uw,ac]/' \
+		-e 's/uffd-wp 0/uffd-wp 1/' -e 's/mincore 0/mincore 1/' "$OUT/uffd-proc.ref" >"$OUT/uffd-proc.expected"
+	if ! diff "$OUT/uffd-proc.expected" "$OUT/uffd-proc.uffd" >"$OUT/uffd-proc.diff"; then
+		bad uffd "/proc differs otherwise than documented ($OUT/uffd-proc.diff)"
+		return
+	fi
+	ok uffd
+}
+
+# The write-barrier test (barrier.c: 4 mutator threads, 2 spinners and the
+# collector on 2 cores) many times with MMFOLD_BARRIER=uffd (every other
+# run in lazy mode, the others in safe mode): every run must
+# find the set of faulting pages equal to the set written in each of its 16
+# rounds (no lost and no extra fault) and every write in place.
+t_barrier_uffd() {
+	local n=${BARRIER_UFFD_RUNS:-50} i nbad=0 first=''
+	if [ -z "$UFFD_MODE" ]; then
+		echo "SKIP barrier-uffd: cannot run here: $UFFD_WHY"
+		return
+	fi
+	local f0 f1
+	f0=$(uffd_count barrier_faults)
+	for i in $(seq 1 "$n"); do
+		local m=uffd
+		[ $((i % 2)) = 0 ] && m=lazyuffd
+		run "$OUT/barrier-uffd.$i" $m "$BUILD/barrier" "$i"
+		if [ "$(exit_of "$OUT/barrier-uffd.$i")" != 0 ] || ! grep -q '^barrier ok' "$OUT/barrier-uffd.$i"; then
+			nbad=$((nbad + 1))
+			[ -n "$first" ] || first=$OUT/barrier-uffd.$i
+		else
+			rm -f "$OUT/barrier-uffd.$i"
+		fi
+	done
+	f1=$(uffd_count barrier_faults)
+	echo "barrier-uffd: $n runs, $nbad failed, $((f1 - f0)) faults passed on as SIGSEGV"
+	if [ -n "$first" ]; then
+		bad barrier-uffd "$nbad of $n runs failed; first: $first"
+	elif [ $((f1 - f0)) -eq 0 ]; then
+		bad barrier-uffd "no fault went through the barrier ($OUT/uffd-stats.json)"
+	else
+		ok barrier-uffd
+	fi
+}
+
 tests=("$@")
-[ ${#tests[@]} = 0 ] && tests=(walk walk-shape walk-stats errno_matrix barrier ctor sigreentry broken
-	sigchain barrier-sigchain lazystress stopworld)
+[ ${#tests[@]} = 0 ] && tests=(walk walk-shape walk-stats errno_matrix barrier uffd barrier-uffd ctor
+	sigreentry broken sigchain barrier-sigchain lazystress stopworld)
 for t in "${tests[@]}"; do
 	case $t in
 	walk) t_walk ;;
@@ -317,6 +442,8 @@ for t in "${tests[@]}"; do
 	walk-stats) t_walk_stats ;;
 	errno_matrix) t_simple errno_matrix "$BUILD/errno_matrix" ;;
 	barrier) t_simple barrier "$BUILD/barrier" 1 ;;
+	uffd) t_uffd ;;
+	barrier-uffd) t_barrier_uffd ;;
 	ctor) t_simple ctor "$BUILD/ctor_main" ;;
 	sigreentry) t_simple sigreentry "$BUILD/sigreentry" ;;
 	broken) t_broken ;;
@@ -327,5 +454,8 @@ for t in "${tests[@]}"; do
 	*) bad "$t" "unknown test" ;;
 	esac
 done
+if [ -n "$UFFD_MODE" ]; then
+	echo "uffd mode: $(uffd_count barrier_protected) calls write-protected, $(uffd_count barrier_unprotected) unprotected, $(uffd_count barrier_faults) faults passed on as SIGSEGV, $(uffd_count barrier_unwrapped) ranges made plain for another call"
+fi
 echo "$pass passed, $fail failed"
 [ $fail = 0 ]

@@ -842,6 +842,13 @@ START_TEST(script_errno) { run_script("errno_matrix"); }
 END_TEST
 START_TEST(script_barrier) { run_script("barrier"); }
 END_TEST
+/* MMFOLD_BARRIER=uffd: what a program sees, deaths, /proc, seccomp; and
+ * the barrier test 50 times in the mode (run.sh says why when the kernel
+ * does not let it run). */
+START_TEST(script_uffd) { run_script("uffd"); }
+END_TEST
+START_TEST(script_barrier_uffd) { run_script("barrier-uffd"); }
+END_TEST
 START_TEST(script_ctor) { run_script("ctor"); }
 END_TEST
 START_TEST(script_sigreentry) { run_script("sigreentry"); }
@@ -1222,6 +1229,8 @@ Suite *preload_suite(void)
 	tcase_add_test(d, script_walk_shape);
 	tcase_add_test(d, script_errno);
 	tcase_add_test(d, script_barrier);
+	tcase_add_test(d, script_uffd);
+	tcase_add_test(d, script_barrier_uffd);
 	tcase_add_test(d, script_ctor);
 	tcase_add_test(d, script_sigreentry);
 	tcase_add_test(d, script_broken_is_caught);

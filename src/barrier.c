@@ -1,0 +1,877 @@
+/* Write barriers through userfaultfd write-protection.  See barrier.h for
+ * the contract and the state; README.md ("Write barriers") for what a
+ * program can notice.
+ *
+ * Locking: everything that changes the bits, the shadow map or the
+ * kernel's protection runs inside the engine's writer section
+ * (mmf_writer_enter/leave); the fault handler reads the bits without a
+ * lock.  No malloc, no stdio; system calls are raw. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "barrier.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+
+#include "config.h"
+#include "fmt.h"
+#include "sigchain.h"
+#include "stats.h"
+#include "sys.h"
+
+#ifndef UFFD_USER_MODE_ONLY
+#define UFFD_USER_MODE_ONLY 1
+#endif
+#ifndef UFFD_FEATURE_WP_UNPOPULATED
+#define UFFD_FEATURE_WP_UNPOPULATED (1u << 13)
+#endif
+#ifndef MREMAP_FIXED
+#define MREMAP_FIXED 2
+#endif
+
+#define RW (PROT_READ | PROT_WRITE)
+#define CHUNK_SHIFT 30 /* bits are kept per GiB of address space */
+#define MAX_CHUNKS 1024
+#define MAX_RUNS 8     /* separate ioctls per call before one covers all */
+#define STALE_MAX 8
+
+int mmf_barrier_on;
+
+static struct mmf_map *map;
+static uint64_t page;
+static int ufd = -1;
+static int maps_fd = -1;         /* /proc/self/maps, for PROCMAP_QUERY */
+static mmf_fault_fn next_fn;     /* lazy mode's handler, when it runs */
+static const char *why_off;      /* MMFOLD_BARRIER=uffd asked, cannot work */
+static int asked;
+
+/* MMFOLD_LOG=3: one line per kernel call the barrier makes. */
+static void trace(const char *what, uint64_t s, uint64_t e, long r)
+{
+	if (mmf_cfg()->v[MMF_OPT_LOG] < 3)
+		return;
+	char buf[160];
+	MMF_BUF(b, buf);
+	mmf_puts(&b, "mmfold: [");
+	mmf_puti(&b, mmf_sys_gettid());
+	mmf_puts(&b, "] barrier ");
+	mmf_puts(&b, what);
+	mmf_putc(&b, ' ');
+	mmf_putx(&b, s);
+	mmf_putc(&b, '-');
+	mmf_putx(&b, e);
+	mmf_puts(&b, " = ");
+	mmf_puti(&b, r);
+	mmf_log(3, buf);
+}
+
+/* ---- the bits --------------------------------------------------------- */
+
+enum { WP, REG };
+
+struct chunk {
+	uint64_t base;
+	uint64_t *bits[2]; /* WP, REG: one bit per page of the GiB */
+};
+
+static struct chunk *chunks; /* MAX_CHUNKS, mapped at start */
+static uint32_t nchunks;
+static uint64_t wp_pages;    /* pages with a wp bit (a fast "none") */
+/* Protections being made: wp bits set whose ioctl has not returned yet. */
+static uint32_t protecting;
+
+#define LD(x) __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
+
+static struct chunk *chunk_of(uint64_t a)
+{
+	uint64_t base = a >> CHUNK_SHIFT << CHUNK_SHIFT;
+	uint32_t n = LD(nchunks);
+	for (uint32_t i = 0; i < n; i++)
+		if (__atomic_load_n(&chunks[i].base, __ATOMIC_RELAXED) == base)
+			return &chunks[i];
+	return NULL;
+}
+
+/* Writer lock held.  The chunk of a, made when missing; NULL when no
+ * memory is left. */
+static struct chunk *chunk_make(uint64_t a)
+{
+	struct chunk *c = chunk_of(a);
+	if (c || nchunks >= MAX_CHUNKS)
+		return c;
+	size_t bytes = ((size_t)1 << CHUNK_SHIFT) / page / 8;
+	void *m = mmf_sys_mmap(NULL, 2 * bytes, RW, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (mmf_sys_err((long)m))
+		return NULL;
+	c = &chunks[nchunks];
+	c->bits[WP] = m;
+	c->bits[REG] = (uint64_t *)((char *)m + bytes);
+	__atomic_store_n(&c->base, a >> CHUNK_SHIFT << CHUNK_SHIFT, __ATOMIC_RELAXED);
+	__atomic_store_n(&nchunks, nchunks + 1, __ATOMIC_RELEASE);
+	return c;
+}
+
+/* Lock-free: the bit of page a (0 when no chunk holds it). */
+static int bit(int which, uint64_t a)
+{
+	struct chunk *c = chunk_of(a);
+	if (!c)
+		return 0;
+	uint64_t i = (a - c->base) / page;
+	return (int)((__atomic_load_n(&c->bits[which][i / 64], __ATOMIC_ACQUIRE) >> (i % 64)) & 1);
+}
+
+/* Writer lock held.  Sets (val 1) or clears the bits of [s,e); returns
+ * how many changed, or -1 when a chunk could not be made. */
+static int64_t bits_set(int which, uint64_t s, uint64_t e, int val)
+{
+	int64_t n = 0;
+	for (uint64_t a = s; a < e;) {
+		struct chunk *c = val ? chunk_make(a) : chunk_of(a);
+		uint64_t cend = (a >> CHUNK_SHIFT << CHUNK_SHIFT) + (1ull << CHUNK_SHIFT);
+		uint64_t stop = e < cend ? e : cend;
+		if (!c) {
+			if (val)
+				return -1;
+			a = stop;
+			continue;
+		}
+		for (; a < stop; a += page) {
+			uint64_t i = (a - c->base) / page, m = 1ull << (i % 64);
+			uint64_t *w = &c->bits[which][i / 64];
+			if (!((*w & m) != 0) == !!val) {
+				__atomic_store_n(w, val ? (*w | m) : (*w & ~m), __ATOMIC_RELEASE);
+				n++;
+			}
+		}
+	}
+	if (which == WP)
+		__atomic_store_n(&wp_pages, val ? wp_pages + (uint64_t)n : wp_pages - (uint64_t)n,
+				 __ATOMIC_RELEASE);
+	return n;
+}
+
+/* The first run of pages in [s,e) whose bit is val: 1 and [*rs,*re), or
+ * 0 when there is none.  Whole words are skipped at once. */
+static int next_run(int which, uint64_t s, uint64_t e, int val, uint64_t *rs, uint64_t *re)
+{
+	uint64_t a = s;
+	*rs = 0;
+	while (a < e) {
+		struct chunk *c = chunk_of(a);
+		uint64_t cend = (a >> CHUNK_SHIFT << CHUNK_SHIFT) + (1ull << CHUNK_SHIFT);
+		uint64_t stop = e < cend ? e : cend;
+		if (!c) { /* no chunk: every bit is 0 */
+			if (val) {
+				if (*rs)
+					break;
+			} else if (!*rs) {
+				*rs = a;
+			}
+			a = stop;
+			continue;
+		}
+		while (a < stop) {
+			uint64_t i = (a - c->base) / page;
+			uint64_t w = __atomic_load_n(&c->bits[which][i / 64], __ATOMIC_ACQUIRE);
+			if (i % 64 == 0 && a + 64 * page <= stop && w == (val ? ~0ull : 0)) {
+				if (!*rs)
+					*rs = a;
+				a += 64 * page;
+				continue;
+			}
+			if (i % 64 == 0 && a + 64 * page <= stop && w == (val ? 0 : ~0ull)) {
+				if (*rs)
+					goto done;
+				a += 64 * page;
+				continue;
+			}
+			int b = (int)((w >> (i % 64)) & 1);
+			if (b == val) {
+				if (!*rs)
+					*rs = a;
+			} else if (*rs) {
+				goto done;
+			}
+			a += page;
+		}
+	}
+done:
+	if (!*rs)
+		return 0;
+	*re = a < e ? a : e;
+	return 1;
+}
+
+/* The part of [s,e) inside chunk k: 1 when it is not empty. */
+static int clip(uint32_t k, uint64_t s, uint64_t e, uint64_t *cs, uint64_t *ce)
+{
+	uint64_t b = __atomic_load_n(&chunks[k].base, __ATOMIC_RELAXED);
+	uint64_t be = b + (1ull << CHUNK_SHIFT);
+	*cs = s > b ? s : b;
+	*ce = e < be ? e : be;
+	return *cs < *ce;
+}
+
+/* Lock-free: some page of [s,e) has its bit set. */
+static int any_bit(int which, uint64_t s, uint64_t e)
+{
+	uint64_t cs, ce, rs, re;
+	if (which == WP && !LD(wp_pages))
+		return 0;
+	for (uint32_t k = 0, n = LD(nchunks); k < n; k++)
+		if (clip(k, s, e, &cs, &ce) && next_run(which, cs, ce, 1, &rs, &re))
+			return 1;
+	return 0;
+}
+
+/* Writer lock held: clears the bits of [s,e), however large. */
+static void bits_clear(int which, uint64_t s, uint64_t e)
+{
+	uint64_t cs, ce;
+	for (uint32_t k = 0; k < nchunks; k++)
+		if (clip(k, s, e, &cs, &ce))
+			bits_set(which, cs, ce, 0);
+}
+
+/* ---- the kernel ------------------------------------------------------- */
+
+static long uffd_wp(uint64_t s, uint64_t e, int on)
+{
+	struct uffdio_writeprotect w = {{s, e - s}, on ? UFFDIO_WRITEPROTECT_MODE_WP : 0};
+	long r;
+	int tries = 0;
+	do
+		r = mmf_sys6(SYS_ioctl, ufd, (long)UFFDIO_WRITEPROTECT, (long)&w, 0, 0, 0);
+	while (r == -EAGAIN && ++tries < 100);
+	trace(on ? "wp" : "unwp", s, e, r);
+	return r;
+}
+
+static long uffd_register(uint64_t s, uint64_t e)
+{
+	struct uffdio_register r = {{s, e - s}, UFFDIO_REGISTER_MODE_WP, 0};
+	long rc = mmf_sys6(SYS_ioctl, ufd, (long)UFFDIO_REGISTER, (long)&r, 0, 0, 0);
+	if (rc == 0 && !(r.ioctls & (1ull << _UFFDIO_WRITEPROTECT)))
+		rc = -EINVAL;
+	trace("register", s, e, rc);
+	return rc;
+}
+
+/* Writer lock held.  [s,e) is unregistered, whatever the bits say (a
+ * failed call may have cleared them): its VMAs get the kernel's flags back
+ * and merge with their neighbours as they would have without mmfold. */
+static void unregister(uint64_t s, uint64_t e)
+{
+	struct uffdio_range r = {s, e - s};
+	trace("unregister", s, e, mmf_sys6(SYS_ioctl, ufd, (long)UFFDIO_UNREGISTER, (long)&r, 0, 0, 0));
+	bits_clear(REG, s, e);
+}
+
+/* ---- decisions (writer lock held) ------------------------------------- */
+
+/* A record the barrier may write-protect: owned, private anonymous,
+ * read-write as the kernel has it, unsealed, default key, not a W^X area. */
+static int eligible(const struct mmf_rec *r)
+{
+	return r->a.owned && r->a.prot == RW && r->a.sealed == 0 && r->a.pkey == 0 &&
+	       (r->a.adv_known & r->a.adv_set & MMF_ADV_ANON) &&
+	       !(r->a.adv_known & r->a.adv_set & MMF_ADV_WX);
+}
+
+/* Every page of [s,e) is in eligible records. */
+static int all_eligible(uint64_t s, uint64_t e)
+{
+	struct mmf_rec r;
+	for (uint64_t a = s; a < e; a = r.end)
+		if (!mmf_map_lookup(map, a, &r) || !eligible(&r))
+			return 0;
+	return 1;
+}
+
+/* [s,e) registered with the userfaultfd, so that later calls inside it
+ * split nothing: each VMA it overlaps as a whole (PROCMAP_QUERY), so that
+ * registration adds no VMA boundary the kernel would not have had (mlock
+ * and mremap answer by VMA); where the kernel cannot say, the run of
+ * eligible records around it.  0 or -errno. */
+static long ensure_registered(uint64_t s, uint64_t e)
+{
+	uint64_t rs, re, vs, ve;
+	if (!next_run(REG, s, e, 0, &rs, &re))
+		return 0;
+	for (uint64_t a = s; maps_fd >= 0 && a < e; a = ve) {
+		if (mmf_vma_at(maps_fd, a, &vs, &ve) != 0 || vs > a)
+			goto records;
+		if (next_run(REG, vs, ve, 0, &rs, &re)) {
+			long rc = uffd_register(vs, ve);
+			if (rc != 0)
+				return rc;
+			mmf_event(MMF_E_BARRIER_REGISTERED);
+			if (bits_set(REG, vs, ve, 1) < 0)
+				return -ENOMEM;
+		}
+	}
+	if (maps_fd >= 0)
+		return 0;
+records:;
+	struct mmf_rec r;
+	uint64_t lo = s, hi = e;
+	for (int n = 0; n < 4096 && lo >= page && mmf_map_lookup(map, lo - page, &r) &&
+			eligible(&r); n++)
+		lo = r.start;
+	for (int n = 0; n < 4096 && mmf_map_lookup(map, hi, &r) && eligible(&r); n++)
+		hi = r.end;
+	long rc = uffd_register(lo, hi);
+	if (rc != 0 && (lo != s || hi != e)) {
+		lo = s;
+		hi = e;
+		rc = uffd_register(lo, hi);
+	}
+	if (rc != 0)
+		return rc;
+	mmf_event(MMF_E_BARRIER_REGISTERED);
+	return bits_set(REG, lo, hi, 1) < 0 ? -ENOMEM : 0;
+}
+
+/* Write-protected pages of [s,e) become what mprotect(PROT_READ) would
+ * have made: the VMA read-only, the write-protection removed. */
+static void unwrap_part(uint64_t s, uint64_t e)
+{
+	uint64_t rs, re;
+	while (next_run(WP, s, e, 1, &rs, &re)) {
+		long r = mmf_sys6(SYS_mprotect, (long)rs, (long)(re - rs), PROT_READ, 0, 0, 0);
+		trace("unwrap mprotect(PROT_READ)", rs, re, r);
+		if (r != 0) {
+			/* (a split at vm.max_map_count): it stays protected the
+			 * uffd way; the map no longer vouches for it */
+			mmf_map_forget(map, rs, re);
+			mmf_event(MMF_E_BARRIER_REFUSED);
+			s = re;
+			continue;
+		}
+		uffd_wp(rs, re, 0); /* leftover protection would outlive a later RW */
+		struct mmf_upd u;
+		memset(&u, 0, sizeof u);
+		u.fields = MMF_F_PROT;
+		u.a.prot = PROT_READ;
+		mmf_map_update(map, rs, re, &u);
+		bits_set(WP, rs, re, 0);
+		mmf_event(MMF_E_BARRIER_UNWRAPPED);
+		s = re;
+	}
+}
+
+static void unwrap(uint64_t s, uint64_t e)
+{
+	uint64_t cs, ce;
+	if (!LD(wp_pages))
+		return;
+	for (uint32_t k = 0; k < nchunks; k++)
+		if (clip(k, s, e, &cs, &ce))
+			unwrap_part(cs, ce);
+}
+
+/* ---- calls made from a signal handler while the lock was held --------- */
+
+struct stale {
+	uint64_t s, e;
+	int ready;
+};
+static struct stale *stale; /* STALE_MAX, mapped with the chunks */
+static uint32_t nstale;
+static int stale_all;
+
+/* Writer lock held.  Pages a re-entrant call reached: what the program
+ * asked there is not known, so their protection is given up and the map
+ * forgets them (README.md: a re-entrant call on write-protected pages). */
+static void drain(void)
+{
+	uint32_t n;
+	while ((n = __atomic_load_n(&nstale, __ATOMIC_ACQUIRE)) || LD(stale_all)) {
+		int all = LD(stale_all);
+		for (uint32_t i = 0; !all && i < n && i < STALE_MAX; i++) {
+			if (!__atomic_load_n(&stale[i].ready, __ATOMIC_ACQUIRE)) {
+				all = 1;
+				break;
+			}
+			uint64_t cs, ce, rs, re;
+			for (uint32_t k = 0; k < nchunks; k++)
+				for (int c = clip(k, stale[i].s, stale[i].e, &cs, &ce);
+				     c && next_run(WP, cs, ce, 1, &rs, &re); cs = re) {
+					uffd_wp(rs, re, 0);
+					bits_set(WP, rs, re, 0);
+				}
+			mmf_map_forget(map, stale[i].s, stale[i].e);
+			__atomic_store_n(&stale[i].ready, 0, __ATOMIC_RELAXED);
+		}
+		if (all || n > STALE_MAX) {
+			/* more than the list holds: every page goes back to plain
+			 * mprotect (the program may see a fault it did not expect
+			 * where a re-entrant call made pages writable) */
+			unwrap(0, UINT64_MAX);
+			for (uint32_t i = 0; i < STALE_MAX; i++)
+				__atomic_store_n(&stale[i].ready, 0, __ATOMIC_RELAXED);
+			__atomic_store_n(&stale_all, 0, __ATOMIC_RELEASE);
+			mmf_log(1, "mmfold: MMFOLD_BARRIER: calls from signal handlers reached "
+				   "write-protected pages; all of them were made read-only");
+		}
+		__atomic_compare_exchange_n(&nstale, &n, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+	}
+}
+
+/* ---- the entry points -------------------------------------------------- */
+
+/* The ranges op may reach, page-rounded; returns how many (2 at most).
+ * reg: whether the mapping there may be replaced (its registration goes
+ * with it).  The reg bits mean "may be registered": they are cleared only
+ * where the VMAs are gone or unregistered. */
+static int reach(const struct mmf_op *op, uint64_t s[2], uint64_t e[2], int *reg)
+{
+	*reg = 0;
+	/* brk moves only the heap, which no mmap'd range can be part of */
+	if (op->kind == MMF_K_BRK)
+		return 0;
+	*reg = op->kind == MMF_K_MMAP || op->kind == MMF_K_MUNMAP || op->kind == MMF_K_MREMAP ||
+	       op->kind == MMF_K_SHMAT;
+	if (op->kind == MMF_K_MREMAP) {
+		uint64_t a = (uint64_t)op->a[0] & ~(page - 1);
+		uint64_t l = (uint64_t)op->a[1] ? (uint64_t)op->a[1] : page;
+		int n = 0;
+		if (a + l + page > a) {
+			s[n] = a;
+			e[n++] = (a + l + page - 1) & ~(page - 1);
+		} else {
+			s[n] = 0;
+			e[n++] = UINT64_MAX;
+		}
+		if (op->a[3] & MREMAP_FIXED) {
+			uint64_t b = (uint64_t)op->a[4] & ~(page - 1), m = (uint64_t)op->a[2];
+			s[n] = b;
+			e[n++] = b + m + page > b ? (b + m + page - 1) & ~(page - 1) : UINT64_MAX;
+		}
+		return n;
+	}
+	mmf_reach(op, &s[0], &e[0]);
+	if (s[0] == 0 && e[0] == UINT64_MAX)
+		*reg = 0; /* not one range (an overflowing length fails) */
+	return s[0] < e[0];
+}
+
+/* The program's SIGSEGV action would kill it (SIG_DFL, SIG_IGN, or the
+ * signal blocked when the fault came): the kernel's own fault does it. */
+static int segv_kills(void *uc)
+{
+	struct mmf_ksa a;
+	uint64_t mask;
+	mmf_sigchain_act(SIGSEGV, NULL, &a);
+	memcpy(&mask, &((ucontext_t *)uc)->uc_sigmask, sizeof mask);
+	return a.handler == (unsigned long)SIG_DFL || a.handler == (unsigned long)SIG_IGN ||
+	       (mask & (1ull << (SIGSEGV - 1)));
+}
+
+/* A SIGBUS from a write to a write-protected page is the program's
+ * SEGV_ACCERR fault (2: sigchain.c passes it on as SIGSEGV); one on a page
+ * whose protection was removed after the fault was raised is retried (1).
+ * Anything else goes to lazy mode's handler, or on (0). */
+static int fault(int sig, siginfo_t *si, void *uc)
+{
+	if (sig == SIGBUS && si->si_code == BUS_ADRERR) {
+		uint64_t a = (uint64_t)si->si_addr & ~(page - 1);
+		int wp = bit(WP, a);
+		if (!wp && bit(REG, a)) {
+			/* Removed since (the kernel first, then the bit), or a
+			 * leftover of a call mmfold did not see: decided under
+			 * the lock, so that no new protection is lost. */
+			if (mmf_writer_held())
+				return 0;
+			mmf_writer_enter();
+			wp = bit(WP, a);
+			if (!wp)
+				uffd_wp(a, a + page, 0);
+			mmf_writer_leave();
+			if (!wp) {
+				mmf_event(MMF_E_BARRIER_RETRIED);
+				return 1;
+			}
+		}
+		if (wp) {
+			if (segv_kills(uc)) {
+				/* the kernel raises the fault itself and the
+				 * program dies of it as it would have */
+				mmf_sys6(SYS_mprotect, (long)a, (long)page, PROT_READ, 0, 0, 0);
+				return 1;
+			}
+			si->si_signo = SIGSEGV;
+			si->si_code = SEGV_ACCERR;
+			mmf_event(MMF_E_BARRIER_FAULTS);
+			return 2;
+		}
+	}
+	return next_fn ? next_fn(sig, si, uc) : 0;
+}
+
+void mmf_barrier_before(const struct mmf_op *op)
+{
+	uint64_t s[2], e[2];
+	int reg;
+	if (!__atomic_load_n(&mmf_barrier_on, __ATOMIC_RELAXED))
+		return;
+	int n = reach(op, s, e, &reg);
+	int hit = LD(nstale) || LD(stale_all) || (op->kind == MMF_K_MREMAP && LD(nchunks));
+	for (int i = 0; i < n; i++)
+		hit |= any_bit(WP, s[i], e[i]) || (reg && any_bit(REG, s[i], e[i]));
+	if (!hit)
+		return;
+	mmf_writer_enter();
+	drain();
+	for (int i = 0; i < n; i++) {
+		unwrap(s[i], e[i]);
+		/* mremap fails with EFAULT across VMAs, and a registered VMA
+		 * does not merge with an unregistered one: the range goes back
+		 * to the kernel's flags.  Elsewhere the mapping may change:
+		 * registered anew when needed. */
+		if (op->kind == MMF_K_MREMAP && !i && e[i] != UINT64_MAX)
+			unregister(s[i], e[i]);
+		else if (reg)
+			bits_clear(REG, s[i], e[i]);
+	}
+	mmf_writer_leave();
+}
+
+/* Undoes the first n runs of a protect() the kernel refused. */
+static void protect_undo(const uint64_t *rs, const uint64_t *re, int n)
+{
+	for (int j = 0; j < n; j++) {
+		uffd_wp(rs[j], re[j], 0);
+		bits_set(WP, rs[j], re[j], 0);
+	}
+	mmf_event(MMF_E_BARRIER_REFUSED);
+}
+
+/* mprotect(PROT_READ) of pages in eligible records (or in records that are
+ * read-only already, which stay as they are): write-protect the read-write
+ * ones.  1 when done. */
+#define MAX_PIECES 64
+static int protect(uint64_t s, uint64_t e)
+{
+	uint64_t ps[MAX_PIECES], pe[MAX_PIECES], rs, re;
+	int np = 0;
+	struct mmf_rec r;
+	for (uint64_t a = s; a < e; a = r.end) {
+		if (!mmf_map_lookup(map, a, &r))
+			return 0;
+		if (r.a.prot == PROT_READ) {
+			struct mmf_rec x = r;
+			x.a.prot = RW; /* the rest of eligible() */
+			if (!eligible(&x))
+				return 0;
+			continue;
+		}
+		if (!eligible(&r))
+			return 0;
+		uint64_t cs = a, ce = r.end < e ? r.end : e;
+		if (ensure_registered(cs, ce) != 0)
+			return 0;
+		/* pages protected already stay so: only the others are asked */
+		for (; next_run(WP, cs, ce, 0, &rs, &re); cs = re) {
+			if (np == MAX_PIECES)
+				return 0; /* too scattered: plain mprotect */
+			ps[np] = rs;
+			pe[np++] = re;
+		}
+	}
+	__atomic_add_fetch(&protecting, 1, __ATOMIC_SEQ_CST);
+	int ok = 1;
+	for (int i = 0; ok && i < np; i++) {
+		/* the bits first: a fault the new protection raises finds them */
+		if (bits_set(WP, ps[i], pe[i], 1) < 0 || uffd_wp(ps[i], pe[i], 1) != 0) {
+			protect_undo(ps, pe, i + 1);
+			ok = 0;
+		}
+	}
+	__atomic_sub_fetch(&protecting, 1, __ATOMIC_SEQ_CST);
+	if (ok)
+		mmf_event(MMF_E_BARRIER_PROTECTED);
+	return ok;
+}
+
+/* mprotect(PROT_READ|PROT_WRITE) of eligible pages, some write-protected:
+ * remove the protection.  1 when done. */
+static int unprotect(uint64_t s, uint64_t e)
+{
+	if (!all_eligible(s, e))
+		return 0;
+	uint64_t rs, re, at = s, us, ue;
+	int nr = 0;
+	while (next_run(WP, at, e, 1, &rs, &re)) {
+		if (++nr > MAX_RUNS && !next_run(REG, s, e, 0, &us, &ue)) {
+			rs = s; /* scattered and all registered: one call */
+			re = e;
+		}
+		if (uffd_wp(rs, re, 0) != 0)
+			return 0; /* made plain by the caller, then forwarded */
+		bits_set(WP, rs, re, 0);
+		at = re;
+	}
+	mmf_event(MMF_E_BARRIER_UNPROTECTED);
+	return 1;
+}
+
+int mmf_barrier_run(const struct mmf_op *op, int batch, long *res)
+{
+	if (op->kind != MMF_K_MPROTECT || op->flags || batch) {
+		mmf_barrier_before(op);
+		return 0;
+	}
+	uint64_t a = (uint64_t)op->a[0], len = (uint64_t)op->a[1];
+	uint64_t e = a + ((len + page - 1) & ~(page - 1));
+	int prot = (int)op->a[2];
+	if ((a & (page - 1)) || !len || e <= a || len > e - a || (prot != PROT_READ && prot != RW) ||
+	    (prot == RW && !any_bit(WP, a, e) && !LD(nstale))) {
+		mmf_barrier_before(op);
+		return 0;
+	}
+	/* A collector protects its whole heap each cycle while most of it is
+	 * protected already: when every page is, and no protection is being
+	 * made (whose bits would be set before the kernel's), the call changes
+	 * nothing and is answered without the lock. */
+	/* Lazy mode: a promotion waiting there is made first, so that the
+	 * records say what the kernel has (a read-only record counts as
+	 * read-only already, and its waiting promotion would undo the call). */
+	if (prot == PROT_READ && mmf_lazy_active())
+		mmf_lazy_buffer(a, e - a);
+	uint64_t rs, re;
+	if (prot == PROT_READ && !LD(nstale) && !LD(stale_all) && !next_run(WP, a, e, 0, &rs, &re) &&
+	    !__atomic_load_n(&protecting, __ATOMIC_SEQ_CST)) {
+		mmf_event(MMF_E_BARRIER_REDUNDANT);
+		*res = 0;
+		return 1;
+	}
+	mmf_writer_enter();
+	drain();
+	int done = prot == PROT_READ ? protect(a, e) : unprotect(a, e);
+	if (!done)
+		unwrap(a, e);
+	mmf_writer_leave();
+	if (done)
+		*res = 0;
+	return done;
+}
+
+void mmf_barrier_reentry(const struct mmf_op *op)
+{
+	uint64_t s[2], e[2];
+	int reg;
+	if (!__atomic_load_n(&mmf_barrier_on, __ATOMIC_RELAXED) || !LD(wp_pages))
+		return;
+	int n = reach(op, s, e, &reg);
+	for (int i = 0; i < n; i++) {
+		uint32_t k = __atomic_fetch_add(&nstale, 1, __ATOMIC_ACQ_REL);
+		if (k >= STALE_MAX) {
+			__atomic_store_n(&stale_all, 1, __ATOMIC_RELEASE);
+			continue;
+		}
+		stale[k].s = s[i];
+		stale[k].e = e[i];
+		__atomic_store_n(&stale[k].ready, 1, __ATOMIC_RELEASE);
+	}
+}
+
+/* ---- fork --------------------------------------------------------------- */
+
+void mmf_barrier_fork_prepare(void)
+{
+	if (!__atomic_load_n(&mmf_barrier_on, __ATOMIC_RELAXED))
+		return;
+	drain();
+	unwrap(0, UINT64_MAX); /* the child would not inherit the protection */
+}
+
+static long uffd_open(const char **why);
+
+void mmf_barrier_fork_child(void)
+{
+	if (!mmf_barrier_on)
+		return;
+	/* The parent's userfaultfd acts on the parent's memory, and its
+	 * /proc/self/maps describes the parent: never use them here.  The
+	 * child's VMAs are no longer registered. */
+	mmf_sys_close(ufd);
+	if (maps_fd >= 0)
+		mmf_sys_close(maps_fd);
+	maps_fd = -1;
+	for (uint32_t i = 0; i < nchunks; i++) {
+		size_t bytes = ((size_t)1 << CHUNK_SHIFT) / page / 8;
+		mmf_sys_munmap(chunks[i].bits[WP], 2 * bytes);
+	}
+	memset(chunks, 0, MAX_CHUNKS * sizeof *chunks);
+	nchunks = 0;
+	wp_pages = 0;
+	nstale = 0;
+	stale_all = 0;
+	const char *why;
+	if (uffd_open(&why) < 0) {
+		ufd = -1;
+		why_off = why;
+		mmf_barrier_on = 0;
+	}
+}
+
+/* ---- start-up ----------------------------------------------------------- */
+
+/* Opens the userfaultfd with the features the barrier needs (into ufd).
+ * 0, or -1 with *why. */
+static long uffd_open(const char **why)
+{
+	long fd = mmf_sys6(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY, 0, 0, 0,
+			   0, 0);
+	if (fd == -EINVAL) /* a kernel before 5.11 */
+		fd = mmf_sys6(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK, 0, 0, 0, 0, 0);
+	if (fd < 0) {
+		*why = fd == -EPERM ? "userfaultfd not permitted (vm.unprivileged_userfaultfd=0 "
+				      "without CAP_SYS_PTRACE, or seccomp)"
+		       : fd == -ENOSYS ? "no userfaultfd system call (kernel or seccomp)"
+				       : "userfaultfd failed";
+		return -1;
+	}
+	/* far from the descriptors a program numbers itself (dup2 onto 3..) */
+	struct rlimit rl;
+	long hi = 1000;
+	if (mmf_sys6(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, (long)&rl, 0, 0) == 0 &&
+	    rl.rlim_cur != RLIM_INFINITY && (long)rl.rlim_cur - 8 < hi)
+		hi = (long)rl.rlim_cur > 16 ? (long)rl.rlim_cur - 8 : 3;
+	long moved = mmf_sys6(SYS_fcntl, fd, F_DUPFD_CLOEXEC, hi, 0, 0, 0);
+	if (moved >= 0) {
+		mmf_sys_close((int)fd);
+		fd = moved;
+	}
+	struct uffdio_api api = {UFFD_API, UFFD_FEATURE_SIGBUS | UFFD_FEATURE_WP_UNPOPULATED, 0};
+	if (mmf_sys6(SYS_ioctl, fd, (long)UFFDIO_API, (long)&api, 0, 0, 0) != 0) {
+		mmf_sys_close((int)fd);
+		*why = "the kernel lacks UFFD_FEATURE_SIGBUS or UFFD_FEATURE_WP_UNPOPULATED (6.4)";
+		return -1;
+	}
+	ufd = (int)fd;
+	if (maps_fd < 0) {
+		long m = mmf_sys_open("/proc/self/maps", O_RDONLY | O_CLOEXEC, 0);
+		long mm = m >= 0 ? mmf_sys6(SYS_fcntl, m, F_DUPFD_CLOEXEC, hi, 0, 0, 0) : -1;
+		if (mm >= 0) {
+			mmf_sys_close((int)m);
+			m = mm;
+		}
+		uint64_t vs, ve;
+		/* a kernel before 6.11: the records decide what is registered */
+		if (m >= 0 && mmf_vma_at((int)m, (uint64_t)&api, &vs, &ve) != 0) {
+			mmf_sys_close((int)m);
+			m = -1;
+		}
+		maps_fd = (int)m;
+	}
+	return 0;
+}
+
+/* Write-protection works on anonymous memory here, never-touched pages
+ * included: a scratch mapping is registered and protected. */
+static int uffd_probe(const char **why)
+{
+	void *m = mmf_sys_mmap(NULL, 2 * page, RW, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mmf_sys_err((long)m)) {
+		*why = "no memory for the probe";
+		return -1;
+	}
+	uint64_t s = (uint64_t)m;
+	int ok = uffd_register(s, s + 2 * page) == 0 && uffd_wp(s, s + 2 * page, 1) == 0;
+	if (ok) {
+		/* a write by the kernel into a protected, never-touched page
+		 * must fail as into a read-only page */
+		long fd = mmf_sys_open("/dev/zero", O_RDONLY | O_CLOEXEC, 0);
+		if (fd >= 0) {
+			ok = mmf_sys_read((int)fd, (char *)m + page, 8) == -EFAULT;
+			mmf_sys_close((int)fd);
+		}
+		if (!ok)
+			*why = "write-protection of never-touched pages does not hold";
+	} else {
+		*why = "write-protection of anonymous memory refused (UFFDIO_REGISTER_MODE_WP)";
+	}
+	mmf_sys_munmap(m, 2 * page);
+	return ok ? 0 : -1;
+}
+
+void mmf_barrier_start(struct mmf_map *m, size_t pg)
+{
+	const struct mmf_config *cfg = mmf_cfg();
+	if (cfg->v[MMF_OPT_BARRIER] != MMF_BARRIER_UFFD)
+		return;
+	asked = 1;
+	map = m;
+	page = pg;
+	const char *why = NULL;
+	if (mmf_mode() < MMF_MODE_SAFE) {
+		why = "needs MMFOLD_MODE=safe or lazy";
+	} else if (uffd_open(&why) == 0 && uffd_probe(&why) == 0) {
+		/* (mapped: the library's writable segment stays small, see
+		 * the Makefile's check-footprint) */
+		void *c = mmf_sys_mmap(NULL, MAX_CHUNKS * sizeof(struct chunk) +
+					       STALE_MAX * sizeof(struct stale), RW,
+				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		next_fn = mmf_sigchain_fault_fn();
+		if (mmf_sys_err((long)c))
+			why = "no memory for its tables";
+		else if (chunks = c, stale = (struct stale *)(chunks + MAX_CHUNKS),
+			 mmf_sigchain_claim(fault) != 0)
+			why = "cannot install the SIGSEGV/SIGBUS handler";
+	}
+	if (why) {
+		if (ufd >= 0)
+			mmf_sys_close(ufd);
+		ufd = -1;
+		why_off = why;
+		char buf[300];
+		MMF_BUF(b, buf);
+		mmf_puts(&b, "mmfold: MMFOLD_BARRIER=uffd: ");
+		mmf_puts(&b, why);
+		mmf_puts(&b, "; write barriers stay plain mprotect");
+		mmf_log(1, buf);
+		return;
+	}
+	__atomic_store_n(&mmf_barrier_on, 1, __ATOMIC_RELEASE);
+	mmf_log(2, "mmfold: MMFOLD_BARRIER=uffd: write barriers through userfaultfd");
+}
+
+void mmf_barrier_report(struct mmf_buf *b, int json)
+{
+	if (!asked)
+		return;
+	if (json) {
+		mmf_puts(b, ",\"barrier\":{\"uffd\":");
+		mmf_puts(b, mmf_barrier_on ? "true" : "false");
+		if (why_off) {
+			mmf_puts(b, ",\"why\":\"");
+			mmf_putjson(b, why_off);
+			mmf_putc(b, '"');
+		}
+		mmf_puts(b, ",\"protected_pages\":");
+		mmf_putu(b, LD(wp_pages));
+		mmf_putc(b, '}');
+		return;
+	}
+	if (mmf_barrier_on) {
+		mmf_puts(b, "barrier: uffd, ");
+		mmf_putu(b, LD(wp_pages));
+		mmf_puts(b, " pages write-protected now\n");
+	} else {
+		mmf_puts(b, "barrier: plain mprotect (MMFOLD_BARRIER=uffd: ");
+		mmf_puts(b, why_off ? why_off : "off");
+		mmf_puts(b, ")\n");
+	}
+}
