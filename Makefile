@@ -30,7 +30,7 @@ UNWIND_CFLAGS = $(shell $(PKG_CONFIG) --cflags libunwind 2>/dev/null)
 ENGINE_SRC  := src/sys.c src/map.c src/mapread.c src/fast.c src/fmt.c src/config.c src/stats.c src/base.c src/wlock.c \
 	       src/question.c src/record.c src/decide.c src/lazymode.c src/life.c src/engine.c src/fastrun.c \
 	       src/report.c src/verify.c src/folio.c src/batch.c src/lazy.c src/sigchain.c \
-	       src/sigrestore.S src/profile.c src/shape.c src/wxtab.c src/wx.c src/live.c src/thp.c src/barrier.c
+	       src/sigrestore.S src/profile.c src/shape.c src/wxtab.c src/wx.c src/live.c src/thp.c src/barrier.c src/barrierbits.c src/barrieropen.c
 PRELOAD_SRC := preload/next.c preload/init.c preload/mman.c preload/madvise.c \
 	       preload/mlock.c preload/misc.c preload/syscall.c preload/batch.c preload/signal.c \
 	       preload/io.c preload/stdio.c preload/scanf.c preload/sigmask.c preload/unwind.c preload/exit.c

@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #endif
 #include "barrier.h"
+#include "barrierint.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -39,8 +40,6 @@
 #endif
 
 #define RW (PROT_READ | PROT_WRITE)
-#define CHUNK_SHIFT 30 /* bits are kept per GiB of address space */
-#define MAX_CHUNKS 1024
 #define MAX_RUNS 8     /* separate ioctls per call before one covers all */
 #define STALE_MAX 8
 
@@ -74,174 +73,8 @@ static void trace(const char *what, uint64_t s, uint64_t e, long r)
 	mmf_log(3, buf);
 }
 
-/* ---- the bits --------------------------------------------------------- */
-
-enum { WP, REG };
-
-struct chunk {
-	uint64_t base;
-	uint64_t *bits[2]; /* WP, REG: one bit per page of the GiB */
-};
-
-static struct chunk *chunks; /* MAX_CHUNKS, mapped at start */
-static uint32_t nchunks;
-static uint64_t wp_pages;    /* pages with a wp bit (a fast "none") */
 /* Protections being made: wp bits set whose ioctl has not returned yet. */
 static uint32_t protecting;
-
-#define LD(x) __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
-
-static struct chunk *chunk_of(uint64_t a)
-{
-	uint64_t base = a >> CHUNK_SHIFT << CHUNK_SHIFT;
-	uint32_t n = LD(nchunks);
-	for (uint32_t i = 0; i < n; i++)
-		if (__atomic_load_n(&chunks[i].base, __ATOMIC_RELAXED) == base)
-			return &chunks[i];
-	return NULL;
-}
-
-/* Writer lock held.  The chunk of a, made when missing; NULL when no
- * memory is left. */
-static struct chunk *chunk_make(uint64_t a)
-{
-	struct chunk *c = chunk_of(a);
-	if (c || nchunks >= MAX_CHUNKS)
-		return c;
-	size_t bytes = ((size_t)1 << CHUNK_SHIFT) / page / 8;
-	void *m = mmf_sys_mmap(NULL, 2 * bytes, RW, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (mmf_sys_err((long)m))
-		return NULL;
-	c = &chunks[nchunks];
-	c->bits[WP] = m;
-	c->bits[REG] = (uint64_t *)((char *)m + bytes);
-	__atomic_store_n(&c->base, a >> CHUNK_SHIFT << CHUNK_SHIFT, __ATOMIC_RELAXED);
-	__atomic_store_n(&nchunks, nchunks + 1, __ATOMIC_RELEASE);
-	return c;
-}
-
-/* Lock-free: the bit of page a (0 when no chunk holds it). */
-static int bit(int which, uint64_t a)
-{
-	struct chunk *c = chunk_of(a);
-	if (!c)
-		return 0;
-	uint64_t i = (a - c->base) / page;
-	return (int)((__atomic_load_n(&c->bits[which][i / 64], __ATOMIC_ACQUIRE) >> (i % 64)) & 1);
-}
-
-/* Writer lock held.  Sets (val 1) or clears the bits of [s,e); returns
- * how many changed, or -1 when a chunk could not be made. */
-static int64_t bits_set(int which, uint64_t s, uint64_t e, int val)
-{
-	int64_t n = 0;
-	for (uint64_t a = s; a < e;) {
-		struct chunk *c = val ? chunk_make(a) : chunk_of(a);
-		uint64_t cend = (a >> CHUNK_SHIFT << CHUNK_SHIFT) + (1ull << CHUNK_SHIFT);
-		uint64_t stop = e < cend ? e : cend;
-		if (!c) {
-			if (val)
-				return -1;
-			a = stop;
-			continue;
-		}
-		for (; a < stop; a += page) {
-			uint64_t i = (a - c->base) / page, m = 1ull << (i % 64);
-			uint64_t *w = &c->bits[which][i / 64];
-			if (!((*w & m) != 0) == !!val) {
-				__atomic_store_n(w, val ? (*w | m) : (*w & ~m), __ATOMIC_RELEASE);
-				n++;
-			}
-		}
-	}
-	if (which == WP)
-		__atomic_store_n(&wp_pages, val ? wp_pages + (uint64_t)n : wp_pages - (uint64_t)n,
-				 __ATOMIC_RELEASE);
-	return n;
-}
-
-/* The first run of pages in [s,e) whose bit is val: 1 and [*rs,*re), or
- * 0 when there is none.  Whole words are skipped at once. */
-static int next_run(int which, uint64_t s, uint64_t e, int val, uint64_t *rs, uint64_t *re)
-{
-	uint64_t a = s;
-	*rs = 0;
-	while (a < e) {
-		struct chunk *c = chunk_of(a);
-		uint64_t cend = (a >> CHUNK_SHIFT << CHUNK_SHIFT) + (1ull << CHUNK_SHIFT);
-		uint64_t stop = e < cend ? e : cend;
-		if (!c) { /* no chunk: every bit is 0 */
-			if (val) {
-				if (*rs)
-					break;
-			} else if (!*rs) {
-				*rs = a;
-			}
-			a = stop;
-			continue;
-		}
-		while (a < stop) {
-			uint64_t i = (a - c->base) / page;
-			uint64_t w = __atomic_load_n(&c->bits[which][i / 64], __ATOMIC_ACQUIRE);
-			if (i % 64 == 0 && a + 64 * page <= stop && w == (val ? ~0ull : 0)) {
-				if (!*rs)
-					*rs = a;
-				a += 64 * page;
-				continue;
-			}
-			if (i % 64 == 0 && a + 64 * page <= stop && w == (val ? 0 : ~0ull)) {
-				if (*rs)
-					goto done;
-				a += 64 * page;
-				continue;
-			}
-			int b = (int)((w >> (i % 64)) & 1);
-			if (b == val) {
-				if (!*rs)
-					*rs = a;
-			} else if (*rs) {
-				goto done;
-			}
-			a += page;
-		}
-	}
-done:
-	if (!*rs)
-		return 0;
-	*re = a < e ? a : e;
-	return 1;
-}
-
-/* The part of [s,e) inside chunk k: 1 when it is not empty. */
-static int clip(uint32_t k, uint64_t s, uint64_t e, uint64_t *cs, uint64_t *ce)
-{
-	uint64_t b = __atomic_load_n(&chunks[k].base, __ATOMIC_RELAXED);
-	uint64_t be = b + (1ull << CHUNK_SHIFT);
-	*cs = s > b ? s : b;
-	*ce = e < be ? e : be;
-	return *cs < *ce;
-}
-
-/* Lock-free: some page of [s,e) has its bit set. */
-static int any_bit(int which, uint64_t s, uint64_t e)
-{
-	uint64_t cs, ce, rs, re;
-	if (which == WP && !LD(wp_pages))
-		return 0;
-	for (uint32_t k = 0, n = LD(nchunks); k < n; k++)
-		if (clip(k, s, e, &cs, &ce) && next_run(which, cs, ce, 1, &rs, &re))
-			return 1;
-	return 0;
-}
-
-/* Writer lock held: clears the bits of [s,e), however large. */
-static void bits_clear(int which, uint64_t s, uint64_t e)
-{
-	uint64_t cs, ce;
-	for (uint32_t k = 0; k < nchunks; k++)
-		if (clip(k, s, e, &cs, &ce))
-			bits_set(which, cs, ce, 0);
-}
 
 /* ---- the kernel ------------------------------------------------------- */
 
@@ -274,7 +107,7 @@ static void unregister(uint64_t s, uint64_t e)
 {
 	struct uffdio_range r = {s, e - s};
 	trace("unregister", s, e, mmf_sys6(SYS_ioctl, ufd, (long)UFFDIO_UNREGISTER, (long)&r, 0, 0, 0));
-	bits_clear(REG, s, e);
+	mmf_wpb_clear(REG, s, e);
 }
 
 /* ---- decisions (writer lock held) ------------------------------------- */
@@ -306,17 +139,17 @@ static int all_eligible(uint64_t s, uint64_t e)
 static long ensure_registered(uint64_t s, uint64_t e)
 {
 	uint64_t rs, re, vs, ve;
-	if (!next_run(REG, s, e, 0, &rs, &re))
+	if (!mmf_wpb_next_run(REG, s, e, 0, &rs, &re))
 		return 0;
 	for (uint64_t a = s; maps_fd >= 0 && a < e; a = ve) {
 		if (mmf_vma_at(maps_fd, a, &vs, &ve) != 0 || vs > a)
 			goto records;
-		if (next_run(REG, vs, ve, 0, &rs, &re)) {
+		if (mmf_wpb_next_run(REG, vs, ve, 0, &rs, &re)) {
 			long rc = uffd_register(vs, ve);
 			if (rc != 0)
 				return rc;
 			mmf_event(MMF_E_BARRIER_REGISTERED);
-			if (bits_set(REG, vs, ve, 1) < 0)
+			if (mmf_wpb_set(REG, vs, ve, 1) < 0)
 				return -ENOMEM;
 		}
 	}
@@ -339,7 +172,7 @@ records:;
 	if (rc != 0)
 		return rc;
 	mmf_event(MMF_E_BARRIER_REGISTERED);
-	return bits_set(REG, lo, hi, 1) < 0 ? -ENOMEM : 0;
+	return mmf_wpb_set(REG, lo, hi, 1) < 0 ? -ENOMEM : 0;
 }
 
 /* Write-protected pages of [s,e) become what mprotect(PROT_READ) would
@@ -347,7 +180,7 @@ records:;
 static void unwrap_part(uint64_t s, uint64_t e)
 {
 	uint64_t rs, re;
-	while (next_run(WP, s, e, 1, &rs, &re)) {
+	while (mmf_wpb_next_run(WP, s, e, 1, &rs, &re)) {
 		long r = mmf_sys6(SYS_mprotect, (long)rs, (long)(re - rs), PROT_READ, 0, 0, 0);
 		trace("unwrap mprotect(PROT_READ)", rs, re, r);
 		if (r != 0) {
@@ -364,7 +197,7 @@ static void unwrap_part(uint64_t s, uint64_t e)
 		u.fields = MMF_F_PROT;
 		u.a.prot = PROT_READ;
 		mmf_map_update(map, rs, re, &u);
-		bits_set(WP, rs, re, 0);
+		mmf_wpb_set(WP, rs, re, 0);
 		mmf_event(MMF_E_BARRIER_UNWRAPPED);
 		s = re;
 	}
@@ -373,10 +206,10 @@ static void unwrap_part(uint64_t s, uint64_t e)
 static void unwrap(uint64_t s, uint64_t e)
 {
 	uint64_t cs, ce;
-	if (!LD(wp_pages))
+	if (!LD(mmf_wpb_pages))
 		return;
-	for (uint32_t k = 0; k < nchunks; k++)
-		if (clip(k, s, e, &cs, &ce))
+	for (uint32_t k = 0; k < mmf_wpb_n; k++)
+		if (mmf_wpb_clip(k, s, e, &cs, &ce))
 			unwrap_part(cs, ce);
 }
 
@@ -386,7 +219,7 @@ struct stale {
 	uint64_t s, e;
 	int ready;
 };
-static struct stale *stale; /* STALE_MAX, mapped with the chunks */
+static struct stale *stale; /* STALE_MAX, mapped with the mmf_wpb_chunks */
 static uint32_t nstale;
 static int stale_all;
 
@@ -404,11 +237,11 @@ static void drain(void)
 				break;
 			}
 			uint64_t cs, ce, rs, re;
-			for (uint32_t k = 0; k < nchunks; k++)
-				for (int c = clip(k, stale[i].s, stale[i].e, &cs, &ce);
-				     c && next_run(WP, cs, ce, 1, &rs, &re); cs = re) {
+			for (uint32_t k = 0; k < mmf_wpb_n; k++)
+				for (int c = mmf_wpb_clip(k, stale[i].s, stale[i].e, &cs, &ce);
+				     c && mmf_wpb_next_run(WP, cs, ce, 1, &rs, &re); cs = re) {
 					uffd_wp(rs, re, 0);
-					bits_set(WP, rs, re, 0);
+					mmf_wpb_set(WP, rs, re, 0);
 				}
 			mmf_map_forget(map, stale[i].s, stale[i].e);
 			__atomic_store_n(&stale[i].ready, 0, __ATOMIC_RELAXED);
@@ -486,15 +319,15 @@ static int fault(int sig, siginfo_t *si, void *uc)
 {
 	if (sig == SIGBUS && si->si_code == BUS_ADRERR) {
 		uint64_t a = (uint64_t)si->si_addr & ~(page - 1);
-		int wp = bit(WP, a);
-		if (!wp && bit(REG, a)) {
+		int wp = mmf_wpb_bit(WP, a);
+		if (!wp && mmf_wpb_bit(REG, a)) {
 			/* Removed since (the kernel first, then the bit), or a
 			 * leftover of a call mmfold did not see: decided under
 			 * the lock, so that no new protection is lost. */
 			if (mmf_writer_held())
 				return 0;
 			mmf_writer_enter();
-			wp = bit(WP, a);
+			wp = mmf_wpb_bit(WP, a);
 			if (!wp)
 				uffd_wp(a, a + page, 0);
 			mmf_writer_leave();
@@ -526,9 +359,9 @@ void mmf_barrier_before(const struct mmf_op *op)
 	if (!__atomic_load_n(&mmf_barrier_on, __ATOMIC_RELAXED))
 		return;
 	int n = reach(op, s, e, &reg);
-	int hit = LD(nstale) || LD(stale_all) || (op->kind == MMF_K_MREMAP && LD(nchunks));
+	int hit = LD(nstale) || LD(stale_all) || (op->kind == MMF_K_MREMAP && LD(mmf_wpb_n));
 	for (int i = 0; i < n; i++)
-		hit |= any_bit(WP, s[i], e[i]) || (reg && any_bit(REG, s[i], e[i]));
+		hit |= mmf_wpb_any(WP, s[i], e[i]) || (reg && mmf_wpb_any(REG, s[i], e[i]));
 	if (!hit)
 		return;
 	mmf_writer_enter();
@@ -542,7 +375,7 @@ void mmf_barrier_before(const struct mmf_op *op)
 		if (op->kind == MMF_K_MREMAP && !i && e[i] != UINT64_MAX)
 			unregister(s[i], e[i]);
 		else if (reg)
-			bits_clear(REG, s[i], e[i]);
+			mmf_wpb_clear(REG, s[i], e[i]);
 	}
 	mmf_writer_leave();
 }
@@ -552,7 +385,7 @@ static void protect_undo(const uint64_t *rs, const uint64_t *re, int n)
 {
 	for (int j = 0; j < n; j++) {
 		uffd_wp(rs[j], re[j], 0);
-		bits_set(WP, rs[j], re[j], 0);
+		mmf_wpb_set(WP, rs[j], re[j], 0);
 	}
 	mmf_event(MMF_E_BARRIER_REFUSED);
 }
@@ -582,7 +415,7 @@ static int protect(uint64_t s, uint64_t e)
 		if (ensure_registered(cs, ce) != 0)
 			return 0;
 		/* pages protected already stay so: only the others are asked */
-		for (; next_run(WP, cs, ce, 0, &rs, &re); cs = re) {
+		for (; mmf_wpb_next_run(WP, cs, ce, 0, &rs, &re); cs = re) {
 			if (np == MAX_PIECES)
 				return 0; /* too scattered: plain mprotect */
 			ps[np] = rs;
@@ -593,7 +426,7 @@ static int protect(uint64_t s, uint64_t e)
 	int ok = 1;
 	for (int i = 0; ok && i < np; i++) {
 		/* the bits first: a fault the new protection raises finds them */
-		if (bits_set(WP, ps[i], pe[i], 1) < 0 || uffd_wp(ps[i], pe[i], 1) != 0) {
+		if (mmf_wpb_set(WP, ps[i], pe[i], 1) < 0 || uffd_wp(ps[i], pe[i], 1) != 0) {
 			protect_undo(ps, pe, i + 1);
 			ok = 0;
 		}
@@ -612,14 +445,14 @@ static int unprotect(uint64_t s, uint64_t e)
 		return 0;
 	uint64_t rs, re, at = s, us, ue;
 	int nr = 0;
-	while (next_run(WP, at, e, 1, &rs, &re)) {
-		if (++nr > MAX_RUNS && !next_run(REG, s, e, 0, &us, &ue)) {
+	while (mmf_wpb_next_run(WP, at, e, 1, &rs, &re)) {
+		if (++nr > MAX_RUNS && !mmf_wpb_next_run(REG, s, e, 0, &us, &ue)) {
 			rs = s; /* scattered and all registered: one call */
 			re = e;
 		}
 		if (uffd_wp(rs, re, 0) != 0)
 			return 0; /* made plain by the caller, then forwarded */
-		bits_set(WP, rs, re, 0);
+		mmf_wpb_set(WP, rs, re, 0);
 		at = re;
 	}
 	mmf_event(MMF_E_BARRIER_UNPROTECTED);
@@ -636,7 +469,7 @@ int mmf_barrier_run(const struct mmf_op *op, int batch, long *res)
 	uint64_t e = a + ((len + page - 1) & ~(page - 1));
 	int prot = (int)op->a[2];
 	if ((a & (page - 1)) || !len || e <= a || len > e - a || (prot != PROT_READ && prot != RW) ||
-	    (prot == RW && !any_bit(WP, a, e) && !LD(nstale))) {
+	    (prot == RW && !mmf_wpb_any(WP, a, e) && !LD(nstale))) {
 		mmf_barrier_before(op);
 		return 0;
 	}
@@ -650,7 +483,7 @@ int mmf_barrier_run(const struct mmf_op *op, int batch, long *res)
 	if (prot == PROT_READ && mmf_lazy_active())
 		mmf_lazy_buffer(a, e - a);
 	uint64_t rs, re;
-	if (prot == PROT_READ && !LD(nstale) && !LD(stale_all) && !next_run(WP, a, e, 0, &rs, &re) &&
+	if (prot == PROT_READ && !LD(nstale) && !LD(stale_all) && !mmf_wpb_next_run(WP, a, e, 0, &rs, &re) &&
 	    !__atomic_load_n(&protecting, __ATOMIC_SEQ_CST)) {
 		mmf_event(MMF_E_BARRIER_REDUNDANT);
 		*res = 0;
@@ -671,7 +504,7 @@ void mmf_barrier_reentry(const struct mmf_op *op)
 {
 	uint64_t s[2], e[2];
 	int reg;
-	if (!__atomic_load_n(&mmf_barrier_on, __ATOMIC_RELAXED) || !LD(wp_pages))
+	if (!__atomic_load_n(&mmf_barrier_on, __ATOMIC_RELAXED) || !LD(mmf_wpb_pages))
 		return;
 	int n = reach(op, s, e, &reg);
 	for (int i = 0; i < n; i++) {
@@ -696,7 +529,6 @@ void mmf_barrier_fork_prepare(void)
 	unwrap(0, UINT64_MAX); /* the child would not inherit the protection */
 }
 
-static long uffd_open(const char **why);
 
 void mmf_barrier_fork_child(void)
 {
@@ -709,17 +541,17 @@ void mmf_barrier_fork_child(void)
 	if (maps_fd >= 0)
 		mmf_sys_close(maps_fd);
 	maps_fd = -1;
-	for (uint32_t i = 0; i < nchunks; i++) {
+	for (uint32_t i = 0; i < mmf_wpb_n; i++) {
 		size_t bytes = ((size_t)1 << CHUNK_SHIFT) / page / 8;
-		mmf_sys_munmap(chunks[i].bits[WP], 2 * bytes);
+		mmf_sys_munmap(mmf_wpb_chunks[i].bits[WP], 2 * bytes);
 	}
-	memset(chunks, 0, MAX_CHUNKS * sizeof *chunks);
-	nchunks = 0;
-	wp_pages = 0;
+	memset(mmf_wpb_chunks, 0, MAX_CHUNKS * sizeof *mmf_wpb_chunks);
+	mmf_wpb_n = 0;
+	mmf_wpb_pages = 0;
 	nstale = 0;
 	stale_all = 0;
 	const char *why;
-	if (uffd_open(&why) < 0) {
+	if (mmf_barrier_open(&ufd, &maps_fd, &why) < 0) {
 		ufd = -1;
 		why_off = why;
 		mmf_barrier_on = 0;
@@ -727,57 +559,6 @@ void mmf_barrier_fork_child(void)
 }
 
 /* ---- start-up ----------------------------------------------------------- */
-
-/* Opens the userfaultfd with the features the barrier needs (into ufd).
- * 0, or -1 with *why. */
-static long uffd_open(const char **why)
-{
-	long fd = mmf_sys6(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY, 0, 0, 0,
-			   0, 0);
-	if (fd == -EINVAL) /* a kernel before 5.11 */
-		fd = mmf_sys6(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK, 0, 0, 0, 0, 0);
-	if (fd < 0) {
-		*why = fd == -EPERM ? "userfaultfd not permitted (vm.unprivileged_userfaultfd=0 "
-				      "without CAP_SYS_PTRACE, or seccomp)"
-		       : fd == -ENOSYS ? "no userfaultfd system call (kernel or seccomp)"
-				       : "userfaultfd failed";
-		return -1;
-	}
-	/* far from the descriptors a program numbers itself (dup2 onto 3..) */
-	struct rlimit rl;
-	long hi = 1000;
-	if (mmf_sys6(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, (long)&rl, 0, 0) == 0 &&
-	    rl.rlim_cur != RLIM_INFINITY && (long)rl.rlim_cur - 8 < hi)
-		hi = (long)rl.rlim_cur > 16 ? (long)rl.rlim_cur - 8 : 3;
-	long moved = mmf_sys6(SYS_fcntl, fd, F_DUPFD_CLOEXEC, hi, 0, 0, 0);
-	if (moved >= 0) {
-		mmf_sys_close((int)fd);
-		fd = moved;
-	}
-	struct uffdio_api api = {UFFD_API, UFFD_FEATURE_SIGBUS | UFFD_FEATURE_WP_UNPOPULATED, 0};
-	if (mmf_sys6(SYS_ioctl, fd, (long)UFFDIO_API, (long)&api, 0, 0, 0) != 0) {
-		mmf_sys_close((int)fd);
-		*why = "the kernel lacks UFFD_FEATURE_SIGBUS or UFFD_FEATURE_WP_UNPOPULATED (6.4)";
-		return -1;
-	}
-	ufd = (int)fd;
-	if (maps_fd < 0) {
-		long m = mmf_sys_open("/proc/self/maps", O_RDONLY | O_CLOEXEC, 0);
-		long mm = m >= 0 ? mmf_sys6(SYS_fcntl, m, F_DUPFD_CLOEXEC, hi, 0, 0, 0) : -1;
-		if (mm >= 0) {
-			mmf_sys_close((int)m);
-			m = mm;
-		}
-		uint64_t vs, ve;
-		/* a kernel before 6.11: the records decide what is registered */
-		if (m >= 0 && mmf_vma_at((int)m, (uint64_t)&api, &vs, &ve) != 0) {
-			mmf_sys_close((int)m);
-			m = -1;
-		}
-		maps_fd = (int)m;
-	}
-	return 0;
-}
 
 /* Write-protection works on anonymous memory here, never-touched pages
  * included: a scratch mapping is registered and protected. */
@@ -815,10 +596,11 @@ void mmf_barrier_start(struct mmf_map *m, size_t pg)
 	asked = 1;
 	map = m;
 	page = pg;
+	mmf_wpb_page = pg;
 	const char *why = NULL;
 	if (mmf_mode() < MMF_MODE_SAFE) {
 		why = "needs MMFOLD_MODE=safe or lazy";
-	} else if (uffd_open(&why) == 0 && uffd_probe(&why) == 0) {
+	} else if (mmf_barrier_open(&ufd, &maps_fd, &why) == 0 && uffd_probe(&why) == 0) {
 		/* (mapped: the library's writable segment stays small, see
 		 * the Makefile's check-footprint) */
 		void *c = mmf_sys_mmap(NULL, MAX_CHUNKS * sizeof(struct chunk) +
@@ -827,7 +609,7 @@ void mmf_barrier_start(struct mmf_map *m, size_t pg)
 		next_fn = mmf_sigchain_fault_fn();
 		if (mmf_sys_err((long)c))
 			why = "no memory for its tables";
-		else if (chunks = c, stale = (struct stale *)(chunks + MAX_CHUNKS),
+		else if (mmf_wpb_chunks = c, stale = (struct stale *)(mmf_wpb_chunks + MAX_CHUNKS),
 			 mmf_sigchain_claim(fault) != 0)
 			why = "cannot install the SIGSEGV/SIGBUS handler";
 	}
@@ -861,13 +643,13 @@ void mmf_barrier_report(struct mmf_buf *b, int json)
 			mmf_putc(b, '"');
 		}
 		mmf_puts(b, ",\"protected_pages\":");
-		mmf_putu(b, LD(wp_pages));
+		mmf_putu(b, LD(mmf_wpb_pages));
 		mmf_putc(b, '}');
 		return;
 	}
 	if (mmf_barrier_on) {
 		mmf_puts(b, "barrier: uffd, ");
-		mmf_putu(b, LD(wp_pages));
+		mmf_putu(b, LD(mmf_wpb_pages));
 		mmf_puts(b, " pages write-protected now\n");
 	} else {
 		mmf_puts(b, "barrier: plain mprotect (MMFOLD_BARRIER=uffd: ");
