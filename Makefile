@@ -99,10 +99,18 @@ $(UNIT_BIN): $(UNIT_SRC) $(ENGINE_SRC) $(HEADERS) tests/unit/suites.h | deps-che
 	$(CC) -std=gnu11 -D_GNU_SOURCE -Isrc $(WARN) $(CFLAGS) $(CHECK_CFLAGS) -o $@ \
 	  $(UNIT_SRC) $(ENGINE_SRC) $(CHECK_LIBS) -pthread
 
-PROGS := $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(wildcard tests/progs/*.c))
+# tests/progs/*.c are programs, but for the libraries listed in PROG_LIBS.
+PROG_LIBS := tests/progs/nextcount.c
+PROG_SRC := $(filter-out $(PROG_LIBS),$(wildcard tests/progs/*.c))
+PROGS := $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(PROG_SRC)) $(BUILD)/progs/libnextcount.so
 $(BUILD)/progs/%: tests/progs/%.c tests/progs/jitcode.h
 	@mkdir -p $(BUILD)/progs
 	$(CC) -std=gnu11 $(WARN) -O2 -g -o $@ $< -pthread
+
+# A second preloaded library that counts the calls mmfold passes on.
+$(BUILD)/progs/libnextcount.so: tests/progs/nextcount.c
+	@mkdir -p $(BUILD)/progs
+	$(CC) -std=gnu11 $(WARN) -O2 -g -shared -fPIC -o $@ $<
 
 # The call-site profile test names functions: frame pointers, and their
 # symbols exported for dladdr.
@@ -333,7 +341,8 @@ ARM64_CC         ?= aarch64-linux-gnu-gcc
 ARM64_QEMU       ?= qemu-aarch64
 ARM64_LIB        := $(ARM64_BUILD)/libmmfold.so
 ARM64_UNIT_BIN   := $(ARM64_BUILD)/check_mmfold
-ARM64_PROGS      := $(patsubst tests/progs/%.c,$(ARM64_BUILD)/progs/%,$(wildcard tests/progs/*.c))
+ARM64_PROGS      := $(patsubst tests/progs/%.c,$(ARM64_BUILD)/progs/%,$(PROG_SRC)) \
+		    $(ARM64_BUILD)/progs/libnextcount.so
 ARM64_PKG_CONFIG := PKG_CONFIG_PATH= PKG_CONFIG_SYSROOT_DIR= \
 		    PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig $(PKG_CONFIG)
 ARM64_CHECK_CFLAGS = $(shell $(ARM64_PKG_CONFIG) --cflags check 2>/dev/null)
@@ -359,6 +368,10 @@ $(ARM64_UNIT_BIN): $(UNIT_SRC) $(ENGINE_SRC) $(HEADERS) tests/unit/suites.h | de
 $(ARM64_BUILD)/progs/%: tests/progs/%.c tests/progs/jitcode.h | deps-arm64
 	@mkdir -p $(ARM64_BUILD)/progs
 	$(ARM64_CC) -std=gnu11 $(WARN) -O2 -g -o $@ $< -pthread
+
+$(ARM64_BUILD)/progs/libnextcount.so: tests/progs/nextcount.c | deps-arm64
+	@mkdir -p $(ARM64_BUILD)/progs
+	$(ARM64_CC) -std=gnu11 $(WARN) -O2 -g -shared -fPIC -o $@ $<
 
 $(ARM64_BUILD)/progs/profile: tests/progs/profile.c | deps-arm64
 	@mkdir -p $(ARM64_BUILD)/progs
