@@ -16,6 +16,56 @@ long mmf_sys6_raw(long n, long a, long b, long c, long d, long e, long f)
 
 struct mmf_kernel mmf_kernel;
 
+/* The table's raw entry, when a test set it (mmf_sys6). */
+__attribute__((used, noinline, externally_visible)) long mmf_sys6_hook(long n, long a, long b,
+									long c, long d, long e,
+									long f)
+{
+	return mmf_kernel.sys(n, a, b, c, d, e, f);
+}
+
+#if defined(__x86_64__)
+/* mmf_sys6's way to mmf_sys6_hook: entered from the inline system call
+ * with its registers (rax the number; rdi, rsi, rdx, r10, r8, r9 the
+ * arguments), below the caller's red zone; returns in rax and, like the
+ * syscall instruction, changes no other general register but rcx and r11
+ * (mmf_sys6's asm names the vector registers the C call may change). */
+__asm__(".text\n"
+	".p2align 4\n"
+	".globl mmf_sys6_thunk\n"
+	".hidden mmf_sys6_thunk\n"
+	".type mmf_sys6_thunk, @function\n"
+	"mmf_sys6_thunk:\n\t"
+	"push %rbp\n\t"
+	"mov %rsp, %rbp\n\t"
+	"push %rdi\n\t"
+	"push %rsi\n\t"
+	"push %rdx\n\t"
+	"push %r10\n\t"
+	"push %r8\n\t"
+	"push %r9\n\t"
+	"and $-16, %rsp\n\t"
+	"sub $8, %rsp\n\t"
+	"push %r9\n\t"       /* f, on the stack */
+	"mov %r8, %r9\n\t"   /* e */
+	"mov %r10, %r8\n\t"  /* d */
+	"mov %rdx, %rcx\n\t" /* c */
+	"mov %rsi, %rdx\n\t" /* b */
+	"mov %rdi, %rsi\n\t" /* a */
+	"mov %rax, %rdi\n\t" /* n */
+	"call mmf_sys6_hook\n\t"
+	"lea -48(%rbp), %rsp\n\t"
+	"pop %r9\n\t"
+	"pop %r8\n\t"
+	"pop %r10\n\t"
+	"pop %rdx\n\t"
+	"pop %rsi\n\t"
+	"pop %rdi\n\t"
+	"pop %rbp\n\t"
+	"ret\n\t"
+	".size mmf_sys6_thunk, .-mmf_sys6_thunk\n");
+#endif
+
 /* Converts a libc-style int result (-1 and errno) to the kernel's and
  * puts errno back. */
 #define NEXT_CALL(call)                                                        \

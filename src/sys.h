@@ -72,7 +72,7 @@ struct mmf_kernel {
 	struct mmf_next_fns next;
 };
 
-extern struct mmf_kernel mmf_kernel;
+extern struct mmf_kernel mmf_kernel __attribute__((visibility("hidden")));
 /* The next definitions, by the name the preload wrappers use. */
 #define mmf_next (mmf_kernel.next)
 /* The raw system call itself (what runs while mmf_kernel.sys is NULL):
@@ -110,16 +110,48 @@ static inline long mmf_sys6_asm(long n, long a, long b, long c, long d, long e, 
 #endif
 }
 
-/* A raw system call through the table: mmf_kernel.sys when a test set it,
- * else the instruction itself, inline (the writer section's two
- * rt_sigprocmask calls are on every call that changes the map: an
- * indirect call there cost 18 instructions per forwarded mprotect). */
+/* A raw system call through the table: mmf_kernel.sys when a test set it
+ * (through mmf_sys6_hook), else the instruction itself, inline.  The
+ * writer section's two rt_sigprocmask calls are on every call that changes
+ * the map, so on x86_64 the test is a compare and a branch and the way to
+ * the hook is out of line, in the asm (mmf_sys6_thunk, sys.c): a call the
+ * compiler sees would take the red zone away from the functions that make
+ * system calls.  "asm inline": counted as one instruction when the
+ * compiler weighs inlining (counted by its lines, it kept record() out of
+ * decide()).  callgrind, per forwarded one-page mprotect: an indirect call
+ * for each system call cost 18 instructions more, a test and a call in C
+ * 5, a call the compiler may not inline 20. */
+long mmf_sys6_hook(long n, long a, long b, long c, long d, long e, long f);
 static inline long mmf_sys6(long n, long a, long b, long c, long d, long e, long f)
 {
-	long (*fn)(long, long, long, long, long, long, long) = mmf_kernel.sys;
-	if (__builtin_expect(fn != 0, 0))
-		return fn(n, a, b, c, d, e, f);
+#if defined(__x86_64__)
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	register long r9 __asm__("r9") = f;
+	long ret;
+	__asm__ volatile inline("cmpq $0, %[hook]\n\t"
+				"jne 1f\n\t"
+				"syscall\n"
+				"2:\n\t"
+				".pushsection .text.unlikely,\"ax\",@progbits\n"
+				"1:\n\t"
+				"lea -128(%%rsp), %%rsp\n\t"
+				"call mmf_sys6_thunk\n\t"
+				"lea 128(%%rsp), %%rsp\n\t"
+				"jmp 2b\n\t"
+				".popsection"
+				: "=a"(ret)
+				: "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9),
+				  [hook] "m"(mmf_kernel.sys)
+				: "rcx", "r11", "memory", "cc", "xmm0", "xmm1", "xmm2", "xmm3",
+				  "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11",
+				  "xmm12", "xmm13", "xmm14", "xmm15");
+	return ret;
+#else
+	if (__builtin_expect(mmf_kernel.sys != 0, 0))
+		return mmf_sys6_hook(n, a, b, c, d, e, f);
 	return mmf_sys6_asm(n, a, b, c, d, e, f);
+#endif
 }
 
 static inline int mmf_sys_err(long r) { return r < 0 && r > -4096; }
