@@ -91,10 +91,10 @@ deps-corpus: deps-clients
 # ---- tests ---------------------------------------------------------------
 CHECK_CFLAGS = $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
 CHECK_LIBS   = $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
-UNIT_SRC     := $(wildcard tests/unit/check_*.c)
+UNIT_SRC     := $(wildcard tests/unit/check_*.c) tests/unit/fake_kernel.c
 UNIT_BIN     := $(BUILD)/check_mmfold
 
-$(UNIT_BIN): $(UNIT_SRC) $(ENGINE_SRC) $(HEADERS) tests/unit/suites.h | deps-check
+$(UNIT_BIN): $(UNIT_SRC) $(ENGINE_SRC) $(HEADERS) tests/unit/suites.h tests/unit/fake_kernel.h | deps-check
 	@mkdir -p $(BUILD)
 	$(CC) -std=gnu11 -D_GNU_SOURCE -Isrc $(WARN) $(CFLAGS) $(CHECK_CFLAGS) -o $@ \
 	  $(UNIT_SRC) $(ENGINE_SRC) $(CHECK_LIBS) -pthread
@@ -103,7 +103,7 @@ $(UNIT_BIN): $(UNIT_SRC) $(ENGINE_SRC) $(HEADERS) tests/unit/suites.h | deps-che
 PROG_LIBS := tests/progs/nextcount.c
 PROG_SRC := $(filter-out $(PROG_LIBS),$(wildcard tests/progs/*.c))
 PROGS := $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(PROG_SRC)) $(BUILD)/progs/libnextcount.so
-$(BUILD)/progs/%: tests/progs/%.c tests/progs/jitcode.h
+$(BUILD)/progs/%: tests/progs/%.c tests/progs/jitcode.h tests/preload/fault.h
 	@mkdir -p $(BUILD)/progs
 	$(CC) -std=gnu11 $(WARN) -O2 -g -o $@ $< -pthread
 
@@ -127,8 +127,17 @@ check: deps-check $(LIB) $(UNIT_BIN) $(PROGS) bench-bin check-symbols check-foot
 	MMFOLD_LIB=$(abspath $(LIB)) MMFOLD_BUILD=$(abspath $(BUILD)) CK_DEFAULT_TIMEOUT=300 \
 	  $(UNIT_BIN)
 
+# The unit suites: modules linked without LD_PRELOAD, the kernel faked
+# where a test injects failures (tests/unit/fake_kernel.h); "suite:case"
+# runs one case of a suite that also has LD_PRELOAD cases.  About 15 s.
+UNIT_SUITES := map map_fill lazy config verify thp sigchain:engine dispatch batch shape stats
+# Of those, the suites whose tests share one process well (CK_FORK=no, for
+# the sanitizers and valgrind): the engine's suites start an engine per
+# test and keep Check's fork.
+ENGINE_SUITES := dispatch batch shape stats
 check-unit: $(UNIT_BIN)
-	CK_RUN_SUITE=map $(UNIT_BIN)
+	@for s in $(UNIT_SUITES); do c=; case $$s in *:*) c=$${s#*:};; esac; \
+	  env CK_RUN_SUITE=$${s%%:*} $${c:+CK_RUN_CASE=$$c} $(UNIT_BIN) || exit 1; done
 
 # Lazy mode's fault path under threads, at length: 500 lazy-mode runs per
 # thread count (4, 8, 16), each seed repeated, every run checked for
@@ -239,6 +248,8 @@ asan: deps-check
 	  $(BUILD)/asan/check_mmfold
 	for suite in map map_fill lazy config verify; do \
 	  CK_FORK=no CK_RUN_SUITE=$$suite $(BUILD)/asan/check_mmfold || exit 1; done
+	for suite in $(ENGINE_SUITES); do \
+	  CK_RUN_SUITE=$$suite $(BUILD)/asan/check_mmfold || exit 1; done
 
 tsan: deps-check
 	$(MAKE) --no-print-directory BUILD=$(BUILD)/tsan CFLAGS="-O1 -g -fsanitize=thread -Wno-tsan" \
@@ -248,6 +259,7 @@ tsan: deps-check
 	CK_FORK=no CK_RUN_SUITE=map CK_RUN_CASE=model TSAN_OPTIONS=halt_on_error=1 \
 	  $(BUILD)/tsan/check_mmfold
 	CK_FORK=no CK_RUN_SUITE=lazy TSAN_OPTIONS=halt_on_error=1 $(BUILD)/tsan/check_mmfold
+	CK_RUN_SUITE=stats TSAN_OPTIONS=halt_on_error=1 $(BUILD)/tsan/check_mmfold
 
 # valgrind: the unit tests, and the library itself inside programs.
 VG := valgrind -q --error-exitcode=1 --leak-check=full --suppressions=tests/valgrind.supp
@@ -255,6 +267,8 @@ valgrind: deps-check $(UNIT_BIN) $(LIB) $(PROGS)
 	CK_FORK=no CK_RUN_SUITE=config $(VG) $(UNIT_BIN)
 	CK_FORK=no CK_RUN_SUITE=map CK_RUN_CASE=scale $(VG) $(UNIT_BIN)
 	CK_FORK=no CK_RUN_SUITE=map_fill $(VG) $(UNIT_BIN)
+	for suite in $(ENGINE_SUITES); do \
+	  CK_RUN_SUITE=$$suite CK_TIMEOUT_MULTIPLIER=10 $(VG) --trace-children=yes $(UNIT_BIN) || exit 1; done
 	for s in "noop 200" heap "fork 5"; do \
 	  LD_PRELOAD=$(abspath $(LIB)) MMFOLD_STATS=1 MMFOLD_STATS_FILE=/dev/null MMFOLD_VERIFY=1 \
 	    $(VG) --trace-children=no $(BUILD)/progs/scenario $$s >/dev/null || exit 1; \
@@ -360,12 +374,12 @@ $(ARM64_LIB): $(ENGINE_SRC) $(PRELOAD_SRC) $(HEADERS) preload/libmmfold.map | de
 	@mkdir -p $(ARM64_BUILD)
 	$(ARM64_CC) $(BASEFLAGS) $(CFLAGS) $(ARM64_UNWIND_CFLAGS) $(LIBFLAGS) -o $@ $(ENGINE_SRC) $(PRELOAD_SRC) $(LIBS)
 
-$(ARM64_UNIT_BIN): $(UNIT_SRC) $(ENGINE_SRC) $(HEADERS) tests/unit/suites.h | deps-arm64
+$(ARM64_UNIT_BIN): $(UNIT_SRC) $(ENGINE_SRC) $(HEADERS) tests/unit/suites.h tests/unit/fake_kernel.h | deps-arm64
 	@mkdir -p $(ARM64_BUILD)
 	$(ARM64_CC) -std=gnu11 -D_GNU_SOURCE -Isrc $(WARN) $(CFLAGS) $(ARM64_CHECK_CFLAGS) -o $@ \
 	  $(UNIT_SRC) $(ENGINE_SRC) $(ARM64_CHECK_LIBS) -pthread
 
-$(ARM64_BUILD)/progs/%: tests/progs/%.c tests/progs/jitcode.h | deps-arm64
+$(ARM64_BUILD)/progs/%: tests/progs/%.c tests/progs/jitcode.h tests/preload/fault.h | deps-arm64
 	@mkdir -p $(ARM64_BUILD)/progs
 	$(ARM64_CC) -std=gnu11 $(WARN) -O2 -g -o $@ $< -pthread
 
