@@ -91,18 +91,26 @@ deps-corpus: deps-clients
 # ---- tests ---------------------------------------------------------------
 CHECK_CFLAGS = $(shell $(PKG_CONFIG) --cflags check 2>/dev/null)
 CHECK_LIBS   = $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
-UNIT_SRC     := $(wildcard tests/unit/check_*.c)
+UNIT_SRC     := $(wildcard tests/unit/check_*.c) tests/unit/fake_kernel.c
 UNIT_BIN     := $(BUILD)/check_mmfold
 
-$(UNIT_BIN): $(UNIT_SRC) $(ENGINE_SRC) $(HEADERS) tests/unit/suites.h | deps-check
+$(UNIT_BIN): $(UNIT_SRC) $(ENGINE_SRC) $(HEADERS) tests/unit/suites.h tests/unit/fake_kernel.h | deps-check
 	@mkdir -p $(BUILD)
 	$(CC) -std=gnu11 -D_GNU_SOURCE -Isrc $(WARN) $(CFLAGS) $(CHECK_CFLAGS) -o $@ \
 	  $(UNIT_SRC) $(ENGINE_SRC) $(CHECK_LIBS) -pthread
 
-PROGS := $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(wildcard tests/progs/*.c))
-$(BUILD)/progs/%: tests/progs/%.c tests/progs/jitcode.h
+# tests/progs/*.c are programs, but for the libraries listed in PROG_LIBS.
+PROG_LIBS := tests/progs/nextcount.c
+PROG_SRC := $(filter-out $(PROG_LIBS),$(wildcard tests/progs/*.c))
+PROGS := $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(PROG_SRC)) $(BUILD)/progs/libnextcount.so
+$(BUILD)/progs/%: tests/progs/%.c tests/progs/jitcode.h tests/preload/fault.h
 	@mkdir -p $(BUILD)/progs
 	$(CC) -std=gnu11 $(WARN) -O2 -g -o $@ $< -pthread
+
+# A second preloaded library that counts the calls mmfold passes on.
+$(BUILD)/progs/libnextcount.so: tests/progs/nextcount.c
+	@mkdir -p $(BUILD)/progs
+	$(CC) -std=gnu11 $(WARN) -O2 -g -shared -fPIC -o $@ $<
 
 # The call-site profile test names functions: frame pointers, and their
 # symbols exported for dladdr.
@@ -119,8 +127,17 @@ check: deps-check $(LIB) $(UNIT_BIN) $(PROGS) bench-bin check-symbols check-foot
 	MMFOLD_LIB=$(abspath $(LIB)) MMFOLD_BUILD=$(abspath $(BUILD)) CK_DEFAULT_TIMEOUT=300 \
 	  $(UNIT_BIN)
 
+# The unit suites: modules linked without LD_PRELOAD, the kernel faked
+# where a test injects failures (tests/unit/fake_kernel.h); "suite:case"
+# runs one case of a suite that also has LD_PRELOAD cases.  About 15 s.
+UNIT_SUITES := map map_fill lazy config verify thp sigchain:engine dispatch batch shape stats
+# Of those, the suites whose tests share one process well (CK_FORK=no, for
+# the sanitizers and valgrind): the engine's suites start an engine per
+# test and keep Check's fork.
+ENGINE_SUITES := dispatch batch shape stats
 check-unit: $(UNIT_BIN)
-	CK_RUN_SUITE=map $(UNIT_BIN)
+	@for s in $(UNIT_SUITES); do c=; case $$s in *:*) c=$${s#*:};; esac; \
+	  env CK_RUN_SUITE=$${s%%:*} $${c:+CK_RUN_CASE=$$c} $(UNIT_BIN) || exit 1; done
 
 # Lazy mode's fault path under threads, at length: 500 lazy-mode runs per
 # thread count (4, 8, 16), each seed repeated, every run checked for
@@ -243,6 +260,8 @@ asan: deps-check
 	  $(BUILD)/asan/check_mmfold
 	for suite in map map_fill lazy config verify; do \
 	  CK_FORK=no CK_RUN_SUITE=$$suite $(BUILD)/asan/check_mmfold || exit 1; done
+	for suite in $(ENGINE_SUITES); do \
+	  CK_RUN_SUITE=$$suite $(BUILD)/asan/check_mmfold || exit 1; done
 
 tsan: deps-check
 	$(MAKE) --no-print-directory BUILD=$(BUILD)/tsan CFLAGS="-O1 -g -fsanitize=thread -Wno-tsan" \
@@ -252,6 +271,7 @@ tsan: deps-check
 	CK_FORK=no CK_RUN_SUITE=map CK_RUN_CASE=model TSAN_OPTIONS=halt_on_error=1 \
 	  $(BUILD)/tsan/check_mmfold
 	CK_FORK=no CK_RUN_SUITE=lazy TSAN_OPTIONS=halt_on_error=1 $(BUILD)/tsan/check_mmfold
+	CK_RUN_SUITE=stats TSAN_OPTIONS=halt_on_error=1 $(BUILD)/tsan/check_mmfold
 
 # valgrind: the unit tests, and the library itself inside programs.
 VG := valgrind -q --error-exitcode=1 --leak-check=full --suppressions=tests/valgrind.supp
@@ -259,6 +279,8 @@ valgrind: deps-check $(UNIT_BIN) $(LIB) $(PROGS)
 	CK_FORK=no CK_RUN_SUITE=config $(VG) $(UNIT_BIN)
 	CK_FORK=no CK_RUN_SUITE=map CK_RUN_CASE=scale $(VG) $(UNIT_BIN)
 	CK_FORK=no CK_RUN_SUITE=map_fill $(VG) $(UNIT_BIN)
+	for suite in $(ENGINE_SUITES); do \
+	  CK_RUN_SUITE=$$suite CK_TIMEOUT_MULTIPLIER=10 $(VG) --trace-children=yes $(UNIT_BIN) || exit 1; done
 	for s in "noop 200" heap "fork 5"; do \
 	  LD_PRELOAD=$(abspath $(LIB)) MMFOLD_STATS=1 MMFOLD_STATS_FILE=/dev/null MMFOLD_VERIFY=1 \
 	    $(VG) --trace-children=no $(BUILD)/progs/scenario $$s >/dev/null || exit 1; \
@@ -345,7 +367,8 @@ ARM64_CC         ?= aarch64-linux-gnu-gcc
 ARM64_QEMU       ?= qemu-aarch64
 ARM64_LIB        := $(ARM64_BUILD)/libmmfold.so
 ARM64_UNIT_BIN   := $(ARM64_BUILD)/check_mmfold
-ARM64_PROGS      := $(patsubst tests/progs/%.c,$(ARM64_BUILD)/progs/%,$(wildcard tests/progs/*.c))
+ARM64_PROGS      := $(patsubst tests/progs/%.c,$(ARM64_BUILD)/progs/%,$(PROG_SRC)) \
+		    $(ARM64_BUILD)/progs/libnextcount.so
 ARM64_PKG_CONFIG := PKG_CONFIG_PATH= PKG_CONFIG_SYSROOT_DIR= \
 		    PKG_CONFIG_LIBDIR=/usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig $(PKG_CONFIG)
 ARM64_CHECK_CFLAGS = $(shell $(ARM64_PKG_CONFIG) --cflags check 2>/dev/null)
@@ -363,14 +386,18 @@ $(ARM64_LIB): $(ENGINE_SRC) $(PRELOAD_SRC) $(HEADERS) preload/libmmfold.map | de
 	@mkdir -p $(ARM64_BUILD)
 	$(ARM64_CC) $(BASEFLAGS) $(CFLAGS) $(ARM64_UNWIND_CFLAGS) $(LIBFLAGS) -o $@ $(ENGINE_SRC) $(PRELOAD_SRC) $(LIBS)
 
-$(ARM64_UNIT_BIN): $(UNIT_SRC) $(ENGINE_SRC) $(HEADERS) tests/unit/suites.h | deps-arm64
+$(ARM64_UNIT_BIN): $(UNIT_SRC) $(ENGINE_SRC) $(HEADERS) tests/unit/suites.h tests/unit/fake_kernel.h | deps-arm64
 	@mkdir -p $(ARM64_BUILD)
 	$(ARM64_CC) -std=gnu11 -D_GNU_SOURCE -Isrc $(WARN) $(CFLAGS) $(ARM64_CHECK_CFLAGS) -o $@ \
 	  $(UNIT_SRC) $(ENGINE_SRC) $(ARM64_CHECK_LIBS) -pthread
 
-$(ARM64_BUILD)/progs/%: tests/progs/%.c tests/progs/jitcode.h | deps-arm64
+$(ARM64_BUILD)/progs/%: tests/progs/%.c tests/progs/jitcode.h tests/preload/fault.h | deps-arm64
 	@mkdir -p $(ARM64_BUILD)/progs
 	$(ARM64_CC) -std=gnu11 $(WARN) -O2 -g -o $@ $< -pthread
+
+$(ARM64_BUILD)/progs/libnextcount.so: tests/progs/nextcount.c | deps-arm64
+	@mkdir -p $(ARM64_BUILD)/progs
+	$(ARM64_CC) -std=gnu11 $(WARN) -O2 -g -shared -fPIC -o $@ $<
 
 $(ARM64_BUILD)/progs/profile: tests/progs/profile.c | deps-arm64
 	@mkdir -p $(ARM64_BUILD)/progs

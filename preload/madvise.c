@@ -6,7 +6,7 @@
 
 static long fwd_madvise(const struct mmf_op *o)
 {
-	if (mmf_next_ready() && mmf_next.madvise)
+	if (mmf_next.madvise)
 		return MMF_KRET(mmf_next.madvise((void *)o->a[0], (size_t)o->a[1], (int)o->a[2]));
 	return mmf_sys6(SYS_madvise, o->a[0], o->a[1], o->a[2], 0, 0, 0);
 }
@@ -20,7 +20,7 @@ MMF_EXPORT int madvise(void *addr, size_t len, int advice)
 
 static long fwd_process_madvise(const struct mmf_op *o)
 {
-	if (mmf_next_ready() && mmf_next.process_madvise)
+	if (mmf_next.process_madvise)
 		return MMF_KRET(mmf_next.process_madvise((int)o->a[0], (const struct iovec *)o->a[1],
 							 (size_t)o->a[2], (int)o->a[3],
 							 (unsigned)o->a[4]));

@@ -61,7 +61,7 @@ MMF_EXPORT void *sbrk(intptr_t inc)
 
 static long fwd_shmat(const struct mmf_op *o)
 {
-	if (mmf_next_ready() && mmf_next.shmat)
+	if (mmf_next.shmat)
 		return MMF_KRET_PTR(mmf_next.shmat((int)o->a[0], (const void *)o->a[1], (int)o->a[2]));
 	return mmf_sys6(SYS_shmat, o->a[0], o->a[1], o->a[2], 0, 0, 0);
 }
@@ -81,7 +81,7 @@ MMF_EXPORT int prctl(int option, ...)
 		a[i] = va_arg(ap, unsigned long);
 	va_end(ap);
 	long r;
-	if (mmf_next_ready() && mmf_next.prctl)
+	if (mmf_next.prctl)
 		r = mmf_next.prctl(option, a[0], a[1], a[2], a[3]);
 	else
 		r = mmf_libc_ret(mmf_sys6(SYS_prctl, option, (long)a[0], (long)a[1], (long)a[2],
@@ -93,7 +93,7 @@ MMF_EXPORT int prctl(int option, ...)
 MMF_EXPORT int personality(unsigned long persona)
 {
 	long r;
-	if (mmf_next_ready() && mmf_next.personality)
+	if (mmf_next.personality)
 		r = mmf_next.personality(persona);
 	else
 		r = mmf_libc_ret(mmf_sys6(SYS_personality, (long)persona, 0, 0, 0, 0, 0));

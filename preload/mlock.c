@@ -6,7 +6,7 @@
 
 static long fwd_mlock(const struct mmf_op *o)
 {
-	if (mmf_next_ready() && mmf_next.mlock)
+	if (mmf_next.mlock)
 		return MMF_KRET(mmf_next.mlock((const void *)o->a[0], (size_t)o->a[1]));
 	return mmf_sys6(SYS_mlock, o->a[0], o->a[1], 0, 0, 0, 0);
 }
@@ -19,7 +19,7 @@ MMF_EXPORT int mlock(const void *addr, size_t len)
 
 static long fwd_mlock2(const struct mmf_op *o)
 {
-	if (mmf_next_ready() && mmf_next.mlock2)
+	if (mmf_next.mlock2)
 		return MMF_KRET(mmf_next.mlock2((const void *)o->a[0], (size_t)o->a[1],
 						(unsigned)o->a[2]));
 	return mmf_sys6(SYS_mlock2, o->a[0], o->a[1], o->a[2], 0, 0, 0);
@@ -34,7 +34,7 @@ MMF_EXPORT int mlock2(const void *addr, size_t len, unsigned flags)
 
 static long fwd_munlock(const struct mmf_op *o)
 {
-	if (mmf_next_ready() && mmf_next.munlock)
+	if (mmf_next.munlock)
 		return MMF_KRET(mmf_next.munlock((const void *)o->a[0], (size_t)o->a[1]));
 	return mmf_sys6(SYS_munlock, o->a[0], o->a[1], 0, 0, 0, 0);
 }
@@ -47,7 +47,7 @@ MMF_EXPORT int munlock(const void *addr, size_t len)
 
 static long fwd_mlockall(const struct mmf_op *o)
 {
-	if (mmf_next_ready() && mmf_next.mlockall)
+	if (mmf_next.mlockall)
 		return MMF_KRET(mmf_next.mlockall((int)o->a[0]));
 	return mmf_sys6(SYS_mlockall, o->a[0], 0, 0, 0, 0, 0);
 }
@@ -61,7 +61,7 @@ MMF_EXPORT int mlockall(int flags)
 static long fwd_munlockall(const struct mmf_op *o)
 {
 	(void)o;
-	if (mmf_next_ready() && mmf_next.munlockall)
+	if (mmf_next.munlockall)
 		return MMF_KRET(mmf_next.munlockall());
 	return mmf_sys6(SYS_munlockall, 0, 0, 0, 0, 0, 0);
 }

@@ -8,7 +8,7 @@
 
 static long fwd_mmap(const struct mmf_op *o)
 {
-	if (mmf_next_ready() && mmf_next.mmap)
+	if (mmf_next.mmap)
 		return MMF_KRET_PTR(mmf_next.mmap((void *)o->a[0], (size_t)o->a[1], (int)o->a[2],
 						  (int)o->a[3], (int)o->a[4], (off_t)o->a[5]));
 	return mmf_sys6(SYS_mmap, o->a[0], o->a[1], o->a[2], o->a[3], o->a[4], o->a[5]);
@@ -28,7 +28,7 @@ MMF_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off
 
 static long fwd_munmap(const struct mmf_op *o)
 {
-	if (mmf_next_ready() && mmf_next.munmap)
+	if (mmf_next.munmap)
 		return MMF_KRET(mmf_next.munmap((void *)o->a[0], (size_t)o->a[1]));
 	return mmf_sys6(SYS_munmap, o->a[0], o->a[1], 0, 0, 0, 0);
 }
@@ -41,7 +41,7 @@ MMF_EXPORT int munmap(void *addr, size_t len)
 
 static long fwd_mremap(const struct mmf_op *o)
 {
-	if (mmf_next_ready() && mmf_next.mremap)
+	if (mmf_next.mremap)
 		return MMF_KRET_PTR(mmf_next.mremap((void *)o->a[0], (size_t)o->a[1],
 						    (size_t)o->a[2], (int)o->a[3], (void *)o->a[4]));
 	return mmf_sys6(SYS_mremap, o->a[0], o->a[1], o->a[2], o->a[3], o->a[4], 0);
@@ -64,7 +64,7 @@ MMF_EXPORT void *mremap(void *old, size_t oldlen, size_t newlen, int flags, ...)
 
 static long fwd_mprotect(const struct mmf_op *o)
 {
-	if (mmf_next_ready() && mmf_next.mprotect)
+	if (mmf_next.mprotect)
 		return MMF_KRET(mmf_next.mprotect((void *)o->a[0], (size_t)o->a[1], (int)o->a[2]));
 	return mmf_sys6(SYS_mprotect, o->a[0], o->a[1], o->a[2], 0, 0, 0);
 }
@@ -92,7 +92,7 @@ MMF_EXPORT int mprotect(void *addr, size_t len, int prot)
 
 static long fwd_pkey_mprotect(const struct mmf_op *o)
 {
-	if (mmf_next_ready() && mmf_next.pkey_mprotect)
+	if (mmf_next.pkey_mprotect)
 		return MMF_KRET(mmf_next.pkey_mprotect((void *)o->a[0], (size_t)o->a[1],
 						       (int)o->a[2], (int)o->a[3]));
 	/* glibc turns key -1 into mprotect; so do the raw calls made before
@@ -111,7 +111,7 @@ MMF_EXPORT int pkey_mprotect(void *addr, size_t len, int prot, int pkey)
 
 static long fwd_mseal(const struct mmf_op *o)
 {
-	if (mmf_next_ready() && mmf_next.mseal)
+	if (mmf_next.mseal)
 		return MMF_KRET(mmf_next.mseal((void *)o->a[0], (size_t)o->a[1],
 					       (unsigned long)o->a[2]));
 	return mmf_sys6(SYS_mseal, o->a[0], o->a[1], o->a[2], 0, 0, 0);

@@ -2,7 +2,6 @@
 
 #include <dlfcn.h>
 
-struct mmf_next mmf_next;
 static int state; /* 0 not looked up, 1 looking up, 2 done */
 
 int mmf_next_ready(void)
@@ -19,11 +18,15 @@ void mmf_next_resolve(void)
 	int s = 0;
 	if (!__atomic_compare_exchange_n(&state, &s, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return;
-	struct mmf_next n;
+	struct mmf_next_fns n;
 #define X(name, ret, args) n.name = (ret(*) args)dlsym(RTLD_NEXT, #name);
 	MMF_NEXT_SYMBOLS(X)
 #undef X
-	mmf_next = n;
+	/* one pointer at a time: src/sys.c's mmf_next_* read them without
+	 * waiting for mmf_next_ready() */
+#define X(name, ret, args) __atomic_store_n(&mmf_next.name, n.name, __ATOMIC_RELAXED);
+	MMF_NEXT_SYMBOLS(X)
+#undef X
 	mmf_io_resolve();
 	mmf_stdio_resolve();
 	mmf_sigmask_resolve();

@@ -23,44 +23,10 @@
 #define SYS_mseal 462
 #endif
 
-#define MMF_NEXT_SYMBOLS(X)                                                    \
-	X(mmap, void *, (void *, size_t, int, int, int, off_t))                \
-	X(munmap, int, (void *, size_t))                                       \
-	X(mremap, void *, (void *, size_t, size_t, int, ...))                  \
-	X(mprotect, int, (void *, size_t, int))                                \
-	X(pkey_mprotect, int, (void *, size_t, int, int))                      \
-	X(madvise, int, (void *, size_t, int))                                 \
-	X(process_madvise, ssize_t, (int, const struct iovec *, size_t, int, unsigned)) \
-	X(mlock, int, (const void *, size_t))                                  \
-	X(mlock2, int, (const void *, size_t, unsigned))                       \
-	X(munlock, int, (const void *, size_t))                                \
-	X(mlockall, int, (int))                                                \
-	X(munlockall, int, (void))                                             \
-	X(mseal, int, (void *, size_t, unsigned long))                         \
-	X(brk, int, (void *))                                                  \
-	X(sbrk, void *, (intptr_t))                                            \
-	X(shmat, void *, (int, const void *, int))                             \
-	X(prctl, int, (int, ...))                                              \
-	X(personality, int, (unsigned long))                                   \
-	X(syscall, long, (long, ...))                                          \
-	X(sigaction, int, (int, const struct sigaction *, struct sigaction *)) \
-	X(__sigaction, int, (int, const struct sigaction *, struct sigaction *)) \
-	X(signal, sighandler_t, (int, sighandler_t))                           \
-	X(bsd_signal, sighandler_t, (int, sighandler_t))                       \
-	X(ssignal, sighandler_t, (int, sighandler_t))                          \
-	X(sysv_signal, sighandler_t, (int, sighandler_t))                      \
-	X(__sysv_signal, sighandler_t, (int, sighandler_t))                    \
-	X(sigset, sighandler_t, (int, sighandler_t))                           \
-	X(sigignore, int, (int))                                               \
-	X(siginterrupt, int, (int, int))
-
-struct mmf_next {
-#define X(name, ret, args) ret(*name) args;
-	MMF_NEXT_SYMBOLS(X)
-#undef X
-};
-
-extern struct mmf_next mmf_next;
+/* The table of next definitions is mmf_kernel.next (src/sys.h), read here
+ * as mmf_next.  An entry is stored once every lookup is done (after which
+ * no lookup allocates), so a forwarder tests the entry itself: non-NULL is
+ * "known". */
 
 /* 1 once the next symbols are known (after mmfold's constructor started);
  * before that wrappers make raw system calls. */

@@ -7,7 +7,7 @@
 
 static long fwd_syscall(const struct mmf_op *o)
 {
-	if (mmf_next_ready() && mmf_next.syscall)
+	if (mmf_next.syscall)
 		return MMF_KRET(mmf_next.syscall(o->nr, o->a[0], o->a[1], o->a[2], o->a[3],
 						 o->a[4], o->a[5]));
 	return mmf_sys6(o->nr, o->a[0], o->a[1], o->a[2], o->a[3], o->a[4], o->a[5]);
@@ -55,7 +55,7 @@ MMF_EXPORT long syscall(long nr, ...)
 	int flags, k = kind_of(nr, &flags);
 	if (k < 0) {
 		long r;
-		if (mmf_next_ready() && mmf_next.syscall)
+		if (mmf_next.syscall)
 			r = mmf_next.syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 		else
 			r = mmf_libc_ret(mmf_sys6(nr, a[0], a[1], a[2], a[3], a[4], a[5]));

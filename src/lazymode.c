@@ -59,15 +59,15 @@ static void lazy_apply_fork(struct mmf_lazy_state *z, uint64_t s, uint64_t e)
 				continue;
 			long r = -ENOSYS;
 			if (n > 1) {
-				r = mmf_sys6(SYS_process_madvise, -10000 /* PIDFD_SELF_THREAD */,
-					     (long)iov, n, adv, 0, 0);
+				r = mmf_next_process_madvise(-10000 /* PIDFD_SELF_THREAD */,
+							     (const struct iovec *)iov, (size_t)n, adv);
 				mmf_stat_add(t, MMF_K_MADVISE, MMF_S_FORWARDED, 1);
 				mmf_stat_add(t, MMF_K_MADVISE, MMF_S_BYTES_KERNEL, total);
 			}
 			for (int i = 0; i < n; i++) {
 				uint64_t rs = (uint64_t)iov[i].base, re = rs + iov[i].len;
 				long ri = r == (long)total ? 0
-					  : mmf_sys6(SYS_madvise, (long)rs, (long)(re - rs), adv, 0, 0, 0);
+					  : mmf_next_madvise(rs, re - rs, adv);
 				if (r != (long)total) {
 					mmf_stat_add(t, MMF_K_MADVISE, MMF_S_FORWARDED, 1);
 					mmf_stat_add(t, MMF_K_MADVISE, MMF_S_BYTES_KERNEL, re - rs);
@@ -158,7 +158,7 @@ static void lazy_refused(struct mmf_lazy_state *z, uint64_t s, uint64_t e, int w
 static long lazy_make(struct mmf_lazy_state *z, uint64_t s, uint64_t e, int want,
 		      struct mmf_tstats *t)
 {
-	long r = mmf_sys6(SYS_mprotect, (long)s, (long)(e - s), want, 0, 0, 0);
+	long r = mmf_next_mprotect(s, e - s, want);
 	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_FORWARDED, 1);
 	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_BYTES_KERNEL, e - s);
 	if (r == 0) {
@@ -203,7 +203,7 @@ static int lazy_apply(struct mmf_lazy_state *z, uint64_t s, uint64_t e)
 		lazy_apply_fork(z, s, e);
 	while ((c = mmf_lazy_collect(&z->unlock, s, e, b, 32))) {
 		for (uint32_t i = 0; i < c; i++) {
-			long r = mmf_sys6(SYS_munlock, (long)b[i].s, (long)(b[i].e - b[i].s), 0, 0, 0, 0);
+			long r = mmf_next_munlock(b[i].s, b[i].e - b[i].s);
 			mmf_stat_add(t, MMF_K_MUNLOCK, MMF_S_FORWARDED, 1);
 			mmf_stat_add(t, MMF_K_MUNLOCK, MMF_S_BYTES_KERNEL, b[i].e - b[i].s);
 			struct mmf_upd u;

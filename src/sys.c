@@ -1,40 +1,114 @@
-/* The one file that talks to the kernel directly (see sys.h). */
+/* The one file that talks to the kernel directly, and the table every
+ * system call goes through (see sys.h). */
 #include "sys.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
-long mmf_sys6(long n, long a, long b, long c, long d, long e, long f)
+long mmf_sys6_raw(long n, long a, long b, long c, long d, long e, long f)
 {
+	return mmf_sys6_asm(n, a, b, c, d, e, f);
+}
+
+struct mmf_kernel mmf_kernel;
+
+/* The table's raw entry, when a test set it (mmf_sys6). */
+__attribute__((used, noinline, externally_visible)) long mmf_sys6_hook(long n, long a, long b,
+									long c, long d, long e,
+									long f)
+{
+	return mmf_kernel.sys(n, a, b, c, d, e, f);
+}
+
 #if defined(__x86_64__)
-	register long r10 __asm__("r10") = d;
-	register long r8 __asm__("r8") = e;
-	register long r9 __asm__("r9") = f;
-	long ret;
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-			 : "rcx", "r11", "memory");
-	return ret;
-#elif defined(__aarch64__)
-	register long x8 __asm__("x8") = n;
-	register long x0 __asm__("x0") = a;
-	register long x1 __asm__("x1") = b;
-	register long x2 __asm__("x2") = c;
-	register long x3 __asm__("x3") = d;
-	register long x4 __asm__("x4") = e;
-	register long x5 __asm__("x5") = f;
-	__asm__ volatile("svc 0"
-			 : "+r"(x0)
-			 : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
-			 : "memory");
-	return x0;
-#else
-#error "mmfold: raw system calls are written for x86_64 and aarch64 only"
+/* mmf_sys6's way to mmf_sys6_hook: entered from the inline system call
+ * with its registers (rax the number; rdi, rsi, rdx, r10, r8, r9 the
+ * arguments), below the caller's red zone; returns in rax and, like the
+ * syscall instruction, changes no other general register but rcx and r11
+ * (mmf_sys6's asm names the vector registers the C call may change). */
+__asm__(".text\n"
+	".p2align 4\n"
+	".globl mmf_sys6_thunk\n"
+	".hidden mmf_sys6_thunk\n"
+	".type mmf_sys6_thunk, @function\n"
+	"mmf_sys6_thunk:\n\t"
+	"push %rbp\n\t"
+	"mov %rsp, %rbp\n\t"
+	"push %rdi\n\t"
+	"push %rsi\n\t"
+	"push %rdx\n\t"
+	"push %r10\n\t"
+	"push %r8\n\t"
+	"push %r9\n\t"
+	"and $-16, %rsp\n\t"
+	"sub $8, %rsp\n\t"
+	"push %r9\n\t"       /* f, on the stack */
+	"mov %r8, %r9\n\t"   /* e */
+	"mov %r10, %r8\n\t"  /* d */
+	"mov %rdx, %rcx\n\t" /* c */
+	"mov %rsi, %rdx\n\t" /* b */
+	"mov %rdi, %rsi\n\t" /* a */
+	"mov %rax, %rdi\n\t" /* n */
+	"call mmf_sys6_hook\n\t"
+	"lea -48(%rbp), %rsp\n\t"
+	"pop %r9\n\t"
+	"pop %r8\n\t"
+	"pop %r10\n\t"
+	"pop %rdx\n\t"
+	"pop %rsi\n\t"
+	"pop %rdi\n\t"
+	"pop %rbp\n\t"
+	"ret\n\t"
+	".size mmf_sys6_thunk, .-mmf_sys6_thunk\n");
 #endif
+
+/* Converts a libc-style int result (-1 and errno) to the kernel's and
+ * puts errno back. */
+#define NEXT_CALL(call)                                                        \
+	({                                                                     \
+		int saved_ = errno;                                            \
+		long r_ = (long)(call);                                        \
+		if (r_ == -1)                                                  \
+			r_ = -(long)errno;                                     \
+		errno = saved_;                                                \
+		r_;                                                            \
+	})
+
+long mmf_next_mprotect(uint64_t s, uint64_t len, int prot)
+{
+	int (*f)(void *, size_t, int) = __atomic_load_n(&mmf_next.mprotect, __ATOMIC_RELAXED);
+	if (f)
+		return NEXT_CALL(f((void *)s, (size_t)len, prot));
+	return mmf_sys6(SYS_mprotect, (long)s, (long)len, prot, 0, 0, 0);
+}
+
+long mmf_next_munlock(uint64_t s, uint64_t len)
+{
+	int (*f)(const void *, size_t) = __atomic_load_n(&mmf_next.munlock, __ATOMIC_RELAXED);
+	if (f)
+		return NEXT_CALL(f((const void *)s, (size_t)len));
+	return mmf_sys6(SYS_munlock, (long)s, (long)len, 0, 0, 0, 0);
+}
+
+long mmf_next_madvise(uint64_t s, uint64_t len, int advice)
+{
+	int (*f)(void *, size_t, int) = __atomic_load_n(&mmf_next.madvise, __ATOMIC_RELAXED);
+	if (f)
+		return NEXT_CALL(f((void *)s, (size_t)len, advice));
+	return mmf_sys6(SYS_madvise, (long)s, (long)len, advice, 0, 0, 0);
+}
+
+long mmf_next_process_madvise(int pidfd, const struct iovec *iov, size_t n, int advice)
+{
+	ssize_t (*f)(int, const struct iovec *, size_t, int, unsigned) =
+		__atomic_load_n(&mmf_next.process_madvise, __ATOMIC_RELAXED);
+	if (f)
+		return NEXT_CALL(f(pidfd, iov, n, advice, 0));
+	return mmf_sys6(SYS_process_madvise, pidfd, (long)iov, (long)n, advice, 0, 0);
 }
 
 void *mmf_sys_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)

@@ -21,7 +21,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
-#include <setjmp.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,30 +37,10 @@
 
 #define MMFOLD_WEAK
 #include "../../include/mmfold.h"
+#include "../preload/fault.h"
 
 #define PG ((unsigned long)getpagesize()) /* the system's page size */
 #define NPG 64
-
-static sigjmp_buf jb;
-static void on_fault(int sig)
-{
-	(void)sig;
-	siglongjmp(jb, 1);
-}
-
-/* 'n' none, 'r' read-only, 'w' read-write; and the first byte. */
-static char probe(volatile char *p, int *byte)
-{
-	*byte = -1;
-	if (sigsetjmp(jb, 1))
-		return 'n';
-	char c = *p;
-	*byte = (unsigned char)c;
-	if (sigsetjmp(jb, 1))
-		return 'r';
-	*p = c;
-	return 'w';
-}
 
 static void show(const char *tag, char *base, int n)
 {
@@ -69,7 +48,7 @@ static void show(const char *tag, char *base, int n)
 	unsigned sum = 0;
 	for (int i = 0; i < n; i++) {
 		int b;
-		line[i] = probe(base + i * PG, &b);
+		line[i] = fg_probe(base + i * PG, &b);
 		sum = sum * 31 + (unsigned)(b + 1);
 	}
 	line[n] = 0;
@@ -156,7 +135,7 @@ static int diff(unsigned seed, int rounds)
 		/* some writes outside batches, where allowed */
 		for (int w = 0; w < 8; w++) {
 			int k = rnd(2), i = rnd(k ? 40 : NPG), byte;
-			if (probe(r[k] + i * PG, &byte) == 'w')
+			if (fg_probe(r[k] + i * PG, &byte) == 'w')
 				r[k][i * PG] = (char)rnd(250);
 		}
 	}
@@ -358,9 +337,7 @@ static void refuse_process_madvise(void)
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	struct sigaction sa = {.sa_handler = on_fault};
-	sigaction(SIGSEGV, &sa, NULL);
-	sigaction(SIGBUS, &sa, NULL);
+	fg_install();
 	if (argc >= 2 && !strcmp(argv[1], "diff"))
 		return diff(argc > 2 ? (unsigned)atoi(argv[2]) : 1, argc > 3 ? atoi(argv[3]) : 50);
 	if (argc >= 2 && !strcmp(argv[1], "count"))

@@ -30,7 +30,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
-#include <setjmp.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -45,48 +44,27 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../preload/fault.h"
+
 #define PG ((unsigned long)getpagesize()) /* the system's page size */
 #define NPG 64
 
-static __thread sigjmp_buf jb;
-static __thread volatile int probing;
 static char *barrier_base;
 static size_t barrier_len;
 static volatile int barrier_hits[NPG];
 
-static void on_fault(int sig, siginfo_t *si, void *uc)
+/* The program's write barrier: a write to a barrier page makes it
+ * writable and is counted (fault.h's guard handles the probes). */
+static int barrier_fault(int sig, siginfo_t *si)
 {
-	(void)uc;
+	(void)sig;
 	char *a = si->si_addr;
-	if (!probing && barrier_base && a >= barrier_base && a < barrier_base + barrier_len) {
-		size_t i = (size_t)(a - barrier_base) / PG;
-		barrier_hits[i]++;
-		mprotect(barrier_base + i * PG, PG, PROT_READ | PROT_WRITE);
-		return;
-	}
-	if (probing)
-		siglongjmp(jb, 1);
-	signal(sig, SIG_DFL);
-}
-
-/* 'n' none, 'r' read-only, 'w' read-write; and the first byte. */
-static char probe(volatile char *p, int *byte)
-{
-	*byte = -1;
-	probing = 1;
-	if (sigsetjmp(jb, 1)) {
-		probing = 0;
-		return 'n';
-	}
-	char c = *p;
-	*byte = (unsigned char)c;
-	if (sigsetjmp(jb, 1)) {
-		probing = 0;
-		return 'r';
-	}
-	*p = c;
-	probing = 0;
-	return 'w';
+	if (!barrier_base || a < barrier_base || a >= barrier_base + barrier_len)
+		return 0;
+	size_t i = (size_t)(a - barrier_base) / PG;
+	barrier_hits[i]++;
+	mprotect(barrier_base + i * PG, PG, PROT_READ | PROT_WRITE);
+	return 1;
 }
 
 static void show(const char *tag, char *base, int n)
@@ -95,7 +73,7 @@ static void show(const char *tag, char *base, int n)
 	unsigned sum = 0;
 	for (int i = 0; i < n; i++) {
 		int b;
-		line[i] = probe(base + i * PG, &b);
+		line[i] = fg_probe(base + i * PG, &b);
 		sum = sum * 31 + (unsigned)(b + 1);
 	}
 	line[n] = 0;
@@ -201,7 +179,7 @@ static int diff(unsigned seed, int rounds)
 		}
 		for (int w = 0; w < 8; w++) {
 			int k = rnd(2), i = rnd(k ? 40 : NPG), byte;
-			if (probe(region[k] + i * PG, &byte) == 'w')
+			if (fg_probe(region[k] + i * PG, &byte) == 'w')
 				region[k][i * PG] = (char)rnd(250);
 		}
 	}
@@ -258,7 +236,7 @@ static int forkadv(int n, int last_dontfork)
 	pid_t pid = fork();
 	if (pid == 0) {
 		int b;
-		printf("child sees %c\n", probe(p, &b));
+		printf("child sees %c\n", fg_probe(p, &b));
 		fflush(stdout);
 		_exit(0);
 	}
@@ -341,20 +319,19 @@ static int refuse(void)
 	int r = mprotect(a, n, PROT_READ | PROT_WRITE);
 	int e = r ? errno : 0;
 	int byte;
-	char p = probe(a + 40 * PG, &byte);
+	char p = fg_probe(a + 40 * PG, &byte);
 	printf("first %d %s probe %c\n", r, e ? strerrorname_np(e) : "0", p);
 	r = mprotect(b, n, PROT_READ | PROT_WRITE);
 	e = r ? errno : 0;
-	printf("second %d %s probe %c\n", r, e ? strerrorname_np(e) : "0", probe(b, &byte));
+	printf("second %d %s probe %c\n", r, e ? strerrorname_np(e) : "0", fg_probe(b, &byte));
 	return 0;
 }
 
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	struct sigaction sa = {.sa_sigaction = on_fault, .sa_flags = SA_SIGINFO | SA_NODEFER};
-	sigaction(SIGSEGV, &sa, NULL);
-	sigaction(SIGBUS, &sa, NULL);
+	fg_other = barrier_fault;
+	fg_install();
 	const char *cmd = argc > 1 ? argv[1] : "";
 	unsigned long a2 = argc > 2 ? strtoul(argv[2], NULL, 0) : 1;
 	int a3 = argc > 3 ? atoi(argv[3]) : 40;

@@ -27,7 +27,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <setjmp.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -37,50 +36,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "../preload/fault.h"
+
 #define P ((unsigned long)getpagesize()) /* the system's page size */
 #define K (64ul << 10)
 #define LEN (4 * K)
 
 static char *base;
-static sigjmp_buf jb;
-static volatile sig_atomic_t probing;
-
-static void on_segv(int sig)
-{
-	(void)sig;
-	if (!probing)
-		_exit(99);
-	siglongjmp(jb, 1);
-}
-
-static int can_read(volatile char *p, unsigned *sum)
-{
-	probing = 1;
-	if (sigsetjmp(jb, 1)) {
-		probing = 0;
-		return 0;
-	}
-	unsigned s = 0;
-	for (size_t i = 0; i < P; i += 64)
-		s = s * 31 + (unsigned char)p[i];
-	probing = 0;
-	*sum = s;
-	return 1;
-}
-
-static int can_write(volatile char *p)
-{
-	probing = 1;
-	if (sigsetjmp(jb, 1)) {
-		probing = 0;
-		return 0;
-	}
-	char c = p[0];
-	p[0] = c; /* the same byte: contents unchanged */
-	probing = 0;
-	return 1;
-}
-
 static char *slurp(const char *path)
 {
 	static char buf[1 << 20];
@@ -130,9 +92,9 @@ static void show(const char *step, long r, int err)
 	unsigned all = 0;
 	printf("%s: r=%ld errno=%d\n  pages: ", step, r, r ? err : 0);
 	for (size_t i = 0; i < LEN / P; i++) {
-		unsigned sum = 0;
-		int rd = can_read(base + i * P, &sum);
-		int wr = rd && can_write(base + i * P);
+		uint32_t sum = 0;
+		int rd = fg_sum(base + i * P, P, &sum) == 0;
+		int wr = rd && fg_rewrite(base + i * P) == 0;
 		putchar(wr ? 'w' : rd ? 'r' : '-');
 		all = all * 131 + (rd ? sum : 7);
 	}
@@ -182,11 +144,7 @@ int main(void)
 {
 	long r;
 	int e;
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_segv;
-	sigaction(SIGSEGV, &sa, NULL);
-	sigaction(SIGBUS, &sa, NULL);
+	fg_install();
 	const int RO = PROT_READ, RW = PROT_READ | PROT_WRITE, NO = PROT_NONE;
 
 	fresh();

@@ -33,6 +33,10 @@ static Suite *(*const all_suites[])(void) = {
 	tools_suite,
 	wx_suite,
 	thp_suite,
+	dispatch_suite,
+	batch_suite,
+	shape_suite,
+	stats_suite,
 };
 
 int main(void)

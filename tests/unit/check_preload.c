@@ -710,6 +710,28 @@ START_TEST(lazy_refused)
 }
 END_TEST
 
+/* Lazy mode's deferred calls go through the next definition like every
+ * forwarded call: a second preloaded library that counts mprotect and
+ * madvise (tests/progs/nextcount.c) sees the promotion when the write
+ * makes it and the fork advice at the fork (before, mmfold made them with
+ * raw system calls and it saw neither: "1 1 1 madvise 0 0"). */
+START_TEST(lazy_next_symbol)
+{
+	char *argv[] = {prog("nextsym"), NULL};
+	char ld[900];
+	snprintf(ld, sizeof ld, "LD_PRELOAD=%s:%s", lib, prog("libnextcount.so"));
+	struct result r;
+	const char *safe[] = {ld, NULL};
+	run(&r, 0, safe, argv);
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_str_eq(r.out, "mprotect 1 2 2 madvise 1 1\n");
+	const char *lazy[] = {ld, "MMFOLD_MODE=lazy", NULL};
+	run(&r, 0, lazy, argv);
+	ck_assert_int_eq(r.status, 0);
+	ck_assert_str_eq(r.out, "mprotect 1 1 2 madvise 0 1\n");
+}
+END_TEST
+
 /* A write barrier (the program's handler unprotects the written page) sees
  * exactly the pages written, its promotions are made at once, and other
  * promotions wait meanwhile. */
@@ -1216,6 +1238,7 @@ Suite *preload_suite(void)
 	tcase_add_test(z, lazy_libc);
 	tcase_add_test(z, lazy_masked);
 	tcase_add_test(z, lazy_refused);
+	tcase_add_test(z, lazy_next_symbol);
 	suite_add_tcase(s, z);
 	TCase *sh = tcase_create("shape");
 	tcase_add_checked_fixture(sh, setup, teardown);

@@ -14,6 +14,10 @@ Suite *preload_suite(void); /* tests/unit/check_preload.c: programs under LD_PRE
 Suite *sigchain_suite(void); /* tests/unit/check_sigchain.c: SIGSEGV/SIGBUS chaining */
 Suite *tools_suite(void);   /* tests/unit/check_tools.c: install, man pages, launcher */
 Suite *thp_suite(void);     /* tests/unit/check_thp.c: the density rule of MMFOLD_THP=auto */
+Suite *dispatch_suite(void); /* tests/unit/check_dispatch.c: mmf_run over a fake kernel */
+Suite *batch_suite(void);   /* tests/unit/check_batch.c: the batch painter over a fake kernel */
+Suite *shape_suite(void);   /* tests/unit/check_shape.c: the shaping planner */
+Suite *stats_suite(void);   /* tests/unit/check_stats.c: merging the counters */
 Suite *wx_suite(void);      /* tests/unit/check_wx.c: W^X flips (src/wx.c) under LD_PRELOAD */
 
 #endif

@@ -1,0 +1,256 @@
+/* The dispatcher (mmf_run), its decisions and records, and lazy mode's
+ * deferred calls, linked without LD_PRELOAD over the fake kernel
+ * (fake_kernel.h), which refuses calls as the kernel rarely does.  What each
+ * test asserts: the caller gets the kernel's answer unchanged; the shadow
+ * map does not record a state the kernel refused (a later call that would
+ * be a no-op only under the refused state is forwarded, not skipped, and
+ * one under the state the kernel did make is skipped); the counters. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "fake_kernel.h"
+#include "stats.h"
+#include "suites.h"
+#include "sys.h"
+
+#define PGL ((long)mmf_page_size())
+#define RW (PROT_READ | PROT_WRITE)
+
+/* ENOMEM at the map-count limit: an mprotect that would split a VMA is
+ * refused, nothing changes.  Only the refused range is forgotten. */
+START_TEST(mprotect_enomem_split)
+{
+	fk_start("safe", NULL);
+	char *p = fk_map(4, RW);
+	fk_fail(FK_MPROTECT, FK_NEXT, (uint64_t)p + PGL, (uint64_t)p + 2 * PGL, ENOMEM, 1);
+	ck_assert_int_eq(fk_mprotect(p + PGL, 1, PROT_READ), -ENOMEM);
+	ck_assert_uint_eq(fk_count(FK_MPROTECT, FK_NEXT), 1);
+	ck_assert_uint_eq(fk_stat(MMF_K_MPROTECT, MMF_S_FORWARDED), 1);
+	ck_assert_uint_eq(fk_stat(MMF_K_MPROTECT, MMF_S_ERRORS), 1);
+	p[PGL] = 1; /* the kernel left it writable */
+	/* not recorded read-only: the same call again reaches the kernel */
+	ck_assert_int_eq(fk_mprotect(p + PGL, 1, PROT_READ), 0);
+	ck_assert_uint_eq(fk_count(FK_MPROTECT, FK_NEXT), 2);
+	ck_assert_uint_eq(fk_stat(MMF_K_MPROTECT, MMF_S_SKIPPED), 0);
+	/* ... nor trusted again (forgotten: no longer owned): looks
+	 * redundant, is forwarded, counted unproven */
+	ck_assert_int_eq(fk_mprotect(p + PGL, 1, PROT_READ), 0);
+	ck_assert_uint_eq(fk_count(FK_MPROTECT, FK_NEXT), 3);
+	ck_assert_uint_eq(fk_stat(MMF_K_MPROTECT, MMF_S_UNPROVEN), 1);
+	/* the neighbours' records were kept: their no-ops are skipped */
+	ck_assert_int_eq(fk_mprotect(p, 1, RW), 0);
+	ck_assert_int_eq(fk_mprotect(p + 2 * PGL, 2, RW), 0);
+	ck_assert_uint_eq(fk_count(FK_MPROTECT, FK_NEXT), 3);
+	ck_assert_uint_eq(fk_stat(MMF_K_MPROTECT, MMF_S_SKIPPED), 2);
+	ck_assert_uint_eq(fk_stat(MMF_K_MPROTECT, MMF_S_CALLS), 5);
+}
+END_TEST
+
+/* ENOMEM from mmap: the caller gets it; a refused MAP_FIXED (which may have
+ * unmapped the old range) leaves the range unknown, never at the refused
+ * protection. */
+START_TEST(mmap_enomem)
+{
+	fk_start("safe", NULL);
+	fk_fail(FK_MMAP, FK_NEXT, 0, 0, ENOMEM, 1);
+	ck_assert_int_eq(fk_call(MMF_K_MMAP, 0, 4 * PGL, RW, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+			 -ENOMEM);
+	ck_assert_uint_eq(fk_stat(MMF_K_MMAP, MMF_S_ERRORS), 1);
+	char *p = fk_map(4, RW);
+	fk_fail(FK_MMAP, FK_NEXT, (uint64_t)p, (uint64_t)p + 4 * PGL, ENOMEM, 1);
+	ck_assert_int_eq(fk_call(MMF_K_MMAP, (long)p, 2 * PGL, PROT_READ,
+				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0),
+			 -ENOMEM);
+	ck_assert_uint_eq(fk_stat(MMF_K_MMAP, MMF_S_ERRORS), 2);
+	unsigned long n = fk_count(FK_MPROTECT, FK_NEXT);
+	ck_assert_int_eq(fk_mprotect(p, 2, PROT_READ), 0); /* not skipped as "already so" */
+	ck_assert_uint_eq(fk_count(FK_MPROTECT, FK_NEXT), n + 1);
+	ck_assert_int_eq(fk_mprotect(p + 2 * PGL, 2, RW), 0); /* the rest still known */
+	ck_assert_uint_eq(fk_count(FK_MPROTECT, FK_NEXT), n + 1);
+	ck_assert_uint_eq(fk_stat(MMF_K_MPROTECT, MMF_S_SKIPPED), 1);
+}
+END_TEST
+
+/* EAGAIN from mlock (pages could not be locked): given to the caller, the
+ * range not recorded locked. */
+START_TEST(mlock_eagain)
+{
+	fk_start("safe", NULL);
+	char *p = fk_map(2, RW);
+	fk_fail(FK_MLOCK, FK_NEXT, 0, 0, EAGAIN, 1);
+	ck_assert_int_eq(fk_call(MMF_K_MLOCK, (long)p, 2 * PGL, 0, 0, 0, 0), -EAGAIN);
+	ck_assert_uint_eq(fk_stat(MMF_K_MLOCK, MMF_S_ERRORS), 1);
+	ck_assert_uint_eq(fk_stat(MMF_K_MLOCK, MMF_S_FORWARDED), 1);
+	long r = fk_call(MMF_K_MLOCK, (long)p, 2 * PGL, 0, 0, 0, 0);
+	ck_assert_uint_eq(fk_count(FK_MLOCK, FK_NEXT), 2); /* not skipped */
+	ck_assert_uint_eq(fk_stat(MMF_K_MLOCK, MMF_S_SKIPPED), 0);
+	if (r == 0) /* (RLIMIT_MEMLOCK allowing) */
+		ck_assert_int_eq(fk_call(MMF_K_MUNLOCK, (long)p, 2 * PGL, 0, 0, 0, 0), 0);
+}
+END_TEST
+
+/* A sealed range: mseal made through mmfold (the fake pretends it
+ * succeeded), then the kernel refuses mprotect, munmap and madvise there
+ * with EPERM even when nothing would change.  Each gets EPERM, every time:
+ * none is answered from the map. */
+START_TEST(seal_eperm)
+{
+	fk_start("safe", NULL);
+	char *p = fk_map(4, RW);
+	uint64_t s = (uint64_t)p, e = s + 2 * PGL;
+	fk_fail(FK_MSEAL, FK_NEXT, s, e, FK_OK, -1);
+	ck_assert_int_eq(fk_call(MMF_K_MSEAL, (long)p, 2 * PGL, 0, 0, 0, 0), 0);
+	fk_fail(FK_MPROTECT, FK_NEXT, s, e, EPERM, -1);
+	fk_fail(FK_MUNMAP, FK_NEXT, s, e, EPERM, -1);
+	fk_fail(FK_MADVISE, FK_NEXT, s, e, EPERM, -1);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(fk_mprotect(p, 2, RW), -EPERM); /* a no-op but for the seal */
+		ck_assert_int_eq(fk_call(MMF_K_MUNMAP, (long)p, 2 * PGL, 0, 0, 0, 0), -EPERM);
+		ck_assert_int_eq(fk_call(MMF_K_MADVISE, (long)p, PGL, MADV_DONTDUMP, 0, 0, 0),
+				 -EPERM);
+	}
+	ck_assert_uint_eq(fk_count(FK_MPROTECT, FK_NEXT), 2);
+	ck_assert_uint_eq(fk_count(FK_MUNMAP, FK_NEXT), 2);
+	ck_assert_uint_eq(fk_count(FK_MADVISE, FK_NEXT), 2);
+	ck_assert_uint_eq(fk_stat(MMF_K_MPROTECT, MMF_S_ERRORS), 2);
+	ck_assert_uint_eq(fk_stat(MMF_K_MUNMAP, MMF_S_ERRORS), 2);
+	ck_assert_uint_eq(fk_stat(MMF_K_MADVISE, MMF_S_ERRORS), 2);
+	ck_assert_uint_eq(fk_stat(MMF_K_MPROTECT, MMF_S_SKIPPED), 0);
+	p[0] = 1; /* still mapped, still writable */
+	/* the unsealed half is still answered from the map */
+	ck_assert_int_eq(fk_mprotect(p + 2 * PGL, 2, RW), 0);
+	ck_assert_uint_eq(fk_stat(MMF_K_MPROTECT, MMF_S_SKIPPED), 1);
+}
+END_TEST
+
+/* mmfold's own memory refused (ENOMEM on every raw mmap at start-up): no
+ * shadow map, so everything is forwarded, nothing skipped, nothing fails
+ * for the program. */
+START_TEST(own_memory_refused)
+{
+	fk_install();
+	fk_fail(FK_MMAP, FK_RAW, 0, 0, ENOMEM, -1);
+	/* the one line it logs, caught */
+	int fds[2], saved = dup(2);
+	ck_assert_int_eq(pipe(fds), 0);
+	dup2(fds[1], 2);
+	fk_start("safe", NULL);
+	dup2(saved, 2);
+	close(fds[1]);
+	char line[200] = {0};
+	ck_assert_int_gt(read(fds[0], line, sizeof line - 1), 0);
+	ck_assert_str_eq(line, "mmfold: cannot map memory for the shadow map; forwarding everything\n");
+	char *p = fk_map(2, RW);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(fk_mprotect(p, 2, RW), 0);
+	ck_assert_uint_eq(fk_count(FK_MPROTECT, FK_NEXT), 3);
+	ck_assert_uint_eq(fk_stat(MMF_K_MPROTECT, MMF_S_SKIPPED), 0);
+	ck_assert_uint_eq(fk_stat(MMF_K_MPROTECT, MMF_S_CALLS), 3); /* in the spare block */
+}
+END_TEST
+
+/* EINTR: mmfold's own reads and writes are retried, the data arrives. */
+START_TEST(eintr_retried)
+{
+	fk_install();
+	int fds[2];
+	ck_assert_int_eq(pipe(fds), 0);
+	fk_fail(FK_WRITE, FK_RAW, 0, 0, EINTR, 2);
+	ck_assert_int_eq(mmf_sys_write_all(fds[1], "mmfold", 6), 6);
+	ck_assert_uint_eq(fk_count(FK_WRITE, FK_RAW), 3);
+	fk_fail(FK_READ, FK_RAW, 0, 0, EINTR, 3);
+	char buf[8] = {0};
+	ck_assert_int_eq(mmf_sys_read(fds[0], buf, sizeof buf), 6);
+	ck_assert_str_eq(buf, "mmfold");
+	ck_assert_uint_eq(fk_count(FK_READ, FK_RAW), 4);
+	fk_fail(FK_READ, FK_RAW, 0, 0, EIO, 1); /* other errors are returned */
+	ck_assert_int_eq(mmf_sys_read(fds[0], buf, sizeof buf), -EIO);
+}
+END_TEST
+
+/* Lazy mode: a deferred promotion that the kernel refuses when it is made
+ * (ENOMEM at the map-count limit).  The program was told 0 long ago: the
+ * range is forgotten, the refusal counted, errno untouched (it may run in
+ * the fault handler), and from then on nothing is deferred, so the next
+ * refusal reaches the call that caused it. */
+START_TEST(lazy_promotion_enomem)
+{
+	fk_start("lazy", NULL);
+	char *p = fk_map(4, RW);
+	ck_assert_int_eq(fk_mprotect(p, 4, PROT_READ), 0); /* a demotion: made at once */
+	ck_assert_uint_eq(fk_count(FK_MPROTECT, FK_NEXT), 1);
+	ck_assert_int_eq(fk_mprotect(p, 4, RW), 0); /* a promotion: waits */
+	ck_assert_uint_eq(fk_count(FK_MPROTECT, FK_NEXT), 1);
+	ck_assert_uint_eq(fk_stat(MMF_K_MPROTECT, MMF_S_DEFERRED), 1);
+	fk_fail(FK_MPROTECT, FK_NEXT, 0, 0, ENOMEM, 1);
+	errno = 4242;
+	mmf_lazy_flush_all(); /* made through the next definition */
+	ck_assert_int_eq(errno, 4242);
+	ck_assert_uint_eq(fk_count(FK_MPROTECT, FK_NEXT), 2);
+	ck_assert_uint_eq(fk_count(FK_MPROTECT, FK_RAW), 0);
+	ck_assert_uint_eq(fk_event(MMF_E_LAZY_REFUSED), 1);
+	ck_assert_uint_eq(fk_stat(MMF_K_MPROTECT, MMF_S_ERRORS), 1);
+	/* forgotten, not recorded read-write: the promotion is made again */
+	ck_assert_int_eq(fk_mprotect(p, 4, RW), 0);
+	ck_assert_uint_eq(fk_count(FK_MPROTECT, FK_NEXT), 3);
+	ck_assert_uint_eq(fk_stat(MMF_K_MPROTECT, MMF_S_DEFERRED), 1);
+	p[0] = 1;
+	ck_assert_int_eq(fk_mprotect(p, 4, PROT_READ), 0);
+	fk_fail(FK_MPROTECT, FK_NEXT, 0, 0, ENOMEM, 1);
+	ck_assert_int_eq(fk_mprotect(p, 4, RW), -ENOMEM); /* at once, the kernel's answer */
+	ck_assert_uint_eq(fk_count(FK_MPROTECT, FK_NEXT), 5);
+	ck_assert_uint_eq(fk_stat(MMF_K_MPROTECT, MMF_S_DEFERRED), 1);
+}
+END_TEST
+
+/* Lazy mode: a deferred munlock refused when made leaves the lock state
+ * unknown (a later mlock is forwarded); the fork advice waiting for a fork
+ * goes out as one process_madvise, and per range with madvise when that is
+ * refused (ENOSYS: a kernel without it). */
+START_TEST(lazy_munlock_and_fork_advice)
+{
+	fk_start("lazy", NULL);
+	char *p = fk_map(6, RW);
+	long r = fk_call(MMF_K_MLOCK, (long)p, 2 * PGL, 0, 0, 0, 0);
+	if (r == 0) {
+		ck_assert_int_eq(fk_call(MMF_K_MUNLOCK, (long)p, 2 * PGL, 0, 0, 0, 0), 0);
+		ck_assert_uint_eq(fk_count(FK_MUNLOCK, FK_NEXT), 0); /* waits */
+		fk_fail(FK_MUNLOCK, FK_NEXT, 0, 0, ENOMEM, 1);
+		mmf_lazy_flush_all();
+		ck_assert_uint_eq(fk_count(FK_MUNLOCK, FK_NEXT), 1);
+		ck_assert_int_eq(fk_call(MMF_K_MUNLOCK, (long)p, 2 * PGL, 0, 0, 0, 0), 0);
+		mmf_lazy_flush_all();
+		ck_assert_uint_eq(fk_count(FK_MUNLOCK, FK_NEXT), 2); /* not skipped */
+	}
+	unsigned long m0 = fk_count(FK_MADVISE, FK_NEXT);
+	ck_assert_int_eq(fk_call(MMF_K_MADVISE, (long)p + 2 * PGL, PGL, MADV_DONTFORK, 0, 0, 0), 0);
+	ck_assert_int_eq(fk_call(MMF_K_MADVISE, (long)p + 4 * PGL, PGL, MADV_DONTFORK, 0, 0, 0), 0);
+	ck_assert_uint_eq(fk_count(FK_MADVISE, FK_NEXT), m0); /* both wait */
+	fk_fail(FK_PMADVISE, FK_ANY, 0, 0, ENOSYS, 1);
+	mmf_lazy_flush_all();
+	ck_assert_uint_eq(fk_count(FK_PMADVISE, FK_NEXT), 1);
+	ck_assert_uint_eq(fk_count(FK_MADVISE, FK_NEXT), m0 + 2);
+	ck_assert_uint_eq(fk_stat(MMF_K_MADVISE, MMF_S_FORWARDED), 3);
+}
+END_TEST
+
+Suite *dispatch_suite(void)
+{
+	Suite *s = suite_create("dispatch");
+	TCase *f = tcase_create("failures");
+	tcase_add_test(f, mprotect_enomem_split);
+	tcase_add_test(f, mmap_enomem);
+	tcase_add_test(f, mlock_eagain);
+	tcase_add_test(f, seal_eperm);
+	tcase_add_test(f, own_memory_refused);
+	tcase_add_test(f, eintr_retried);
+	suite_add_tcase(s, f);
+	TCase *z = tcase_create("lazy");
+	tcase_add_test(z, lazy_promotion_enomem);
+	tcase_add_test(z, lazy_munlock_and_fork_advice);
+	suite_add_tcase(s, z);
+	return s;
+}
