@@ -53,7 +53,7 @@ void mmf_early_init(void)
 		mmf_shape_init((int)cfg.v[MMF_OPT_SHAPE], &folio);
 		thp_disabled = mmf_sys6(SYS_prctl, PR_GET_THP_DISABLE, 0, 0, 0, 0, 0) > 0;
 		thp_active = (cfg.v[MMF_OPT_THP] == MMF_THP_AUTO && mmf_folio_advice_pays(&folio)) ||
-			     (cfg.v[MMF_OPT_THP] == MMF_THP_ADVISE && folio.top != MMF_THP_NEVER);
+			     (cfg.v[MMF_OPT_THP] == MMF_THP_ADVISE && mmf_folio_any(&folio));
 		align_active = cfg.v[MMF_OPT_ALIGN] != MMF_ALIGN_OFF;
 		if (thp_active && cfg.v[MMF_OPT_THP] == MMF_THP_AUTO)
 			mmf_thp_init(&map, page, mmf_folio_advice_size(&folio), folio.max_ptes_none);
