@@ -4,6 +4,7 @@
 #define MMF_TEST_SUITES_H
 
 #include <check.h>
+#include <stddef.h>
 
 Suite *map_suite(void);     /* tests/unit/check_map.c: the shadow map (src/map.c) */
 Suite *map_fill_suite(void); /* tests/unit/check_map_fill.c: learning about holes */
@@ -15,5 +16,9 @@ Suite *sigchain_suite(void); /* tests/unit/check_sigchain.c: SIGSEGV/SIGBUS chai
 Suite *tools_suite(void);   /* tests/unit/check_tools.c: install, man pages, launcher */
 Suite *thp_suite(void);     /* tests/unit/check_thp.c: the density rule of MMFOLD_THP=auto */
 Suite *wx_suite(void);      /* tests/unit/check_wx.c: W^X flips (src/wx.c) under LD_PRELOAD */
+
+/* Where two program outputs first differ, for a failure message that
+ * stays short: "line N: got 'X', expected 'Y'" or "same output". */
+void first_difference(const char *got, const char *want, char *buf, size_t n);
 
 #endif
