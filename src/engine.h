@@ -104,5 +104,8 @@ void mmf_report_start_periodic(void);
 int mmf_verify(uint64_t start, uint64_t end, const struct mmf_want *w);
 /* The same from /proc/self/smaps only (what kernels before 6.11 get). */
 int mmf_verify_smaps(uint64_t start, uint64_t end, const struct mmf_want *w);
+/* Maps what verification needs, at start-up (MMFOLD_VERIFY set): never
+ * later, into a hole the program left. */
+void mmf_verify_prepare(void);
 
 #endif

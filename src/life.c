@@ -41,6 +41,8 @@ void mmf_early_init(void)
 	}
 	mode = (int)cfg.v[MMF_OPT_MODE];
 	verify = (int)cfg.v[MMF_OPT_VERIFY];
+	if (verify)
+		mmf_verify_prepare();
 	tracing = cfg.v[MMF_OPT_LOG] >= 3;
 	long pers = mmf_sys6(SYS_personality, 0xffffffff, 0, 0, 0, 0, 0);
 	rie = pers >= 0 && (pers & READ_IMPLIES_EXEC);
