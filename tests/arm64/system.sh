@@ -61,7 +61,7 @@ if [ -z "${MMFOLD_LIB:-}" ] || [ ! -f "$MMFOLD_LIB" ]; then
 	finish
 fi
 for t in "$QEMU" cpio dpkg-deb apt-get "$ARM64_CC"; do
-	command -v "$t" >/dev/null || { bad setup "no $t (tests/arm64/deps.sh system installs it)"; finish; }
+	command -v "$t" >/dev/null || { bad setup "no $t (tests/arm64/deps.sh installs it)"; finish; }
 done
 mkdir -p "$DEBS" || exit 1
 
