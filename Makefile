@@ -353,18 +353,20 @@ uninstall:
 clean:
 	rm -rf $(BUILD)
 
-# ==== arm64 (aarch64) build and tests under qemu-user ======================
-# make check-arm64: cross-compiles $(BUILD)/arm64/libmmfold.so (the sources,
-# flags and version script of $(LIB)), the Check runner and the test
-# programs, and runs them under qemu-aarch64 (tests/arm64/run.sh, which ends
-# with "N passed, N failed").  Packages: tests/arm64/deps.sh installs them as
-# root, or prints the commands (ARM64_NO_DEPS=1: do not check).  Targets
-# check-arm64, lib-arm64, deps-arm64; variables ARM64_*.  A quick, partial
-# look (qemu-user runs on the host's kernel and itself fails some programs):
-# CI runs check-arm64-system below instead.
+# ==== arm64 (aarch64): real arm64 kernels in a VM ==========================
+# make check-arm64-system: cross-compiles $(BUILD)/arm64/libmmfold.so (the
+# sources, flags and version script of $(LIB)), the Check runner and the
+# test programs, and runs them on real arm64 kernels (Debian's 4 KiB and
+# 16 KiB page kernels, 6.12 from bookworm-backports) booted in
+# qemu-system-aarch64 (TCG) from an initramfs; also shows the 64 KiB folios
+# the kernel gives with and without mmfold (tests/arm64/folios.c).
+# tests/arm64/system.sh says how; it ends with "N passed, N failed".
+# Packages: tests/arm64/deps.sh installs them as root, or prints the
+# commands (ARM64_NO_DEPS=1: do not check).  Targets check-arm64-system,
+# lib-arm64, deps-arm64; variables ARM64_CC and ARM64_VM_* (see
+# tests/arm64/system.sh).
 ARM64_BUILD      := $(BUILD)/arm64
 ARM64_CC         ?= aarch64-linux-gnu-gcc
-ARM64_QEMU       ?= qemu-aarch64
 ARM64_LIB        := $(ARM64_BUILD)/libmmfold.so
 ARM64_UNIT_BIN   := $(ARM64_BUILD)/check_mmfold
 ARM64_PROGS      := $(patsubst tests/progs/%.c,$(ARM64_BUILD)/progs/%,$(PROG_SRC)) \
@@ -375,7 +377,7 @@ ARM64_CHECK_CFLAGS = $(shell $(ARM64_PKG_CONFIG) --cflags check 2>/dev/null)
 ARM64_CHECK_LIBS   = $(shell $(ARM64_PKG_CONFIG) --libs check 2>/dev/null)
 ARM64_UNWIND_CFLAGS = $(shell $(ARM64_PKG_CONFIG) --cflags libunwind 2>/dev/null)
 
-.PHONY: check-arm64 lib-arm64 deps-arm64
+.PHONY: check-arm64-system lib-arm64 deps-arm64
 
 deps-arm64: deps-build
 	@$(if $(ARM64_NO_DEPS),true,tests/arm64/deps.sh)
@@ -403,24 +405,9 @@ $(ARM64_BUILD)/progs/profile: tests/progs/profile.c | deps-arm64
 	@mkdir -p $(ARM64_BUILD)/progs
 	$(ARM64_CC) -std=gnu11 $(WARN) -O2 -g $(PROFILE_PROG_FLAGS) -o $@ $< -pthread
 
-# tests/arm64/run.sh builds the tests/preload programs itself (through
-# tests/preload/run.sh with CC, RUNNER and DIFF_FILTER).
-check-arm64: deps-arm64 $(ARM64_LIB) $(ARM64_UNIT_BIN) $(ARM64_PROGS)
-	ARM64_QEMU=$(ARM64_QEMU) ARM64_CC=$(ARM64_CC) MMFOLD_LIB=$(abspath $(ARM64_LIB)) \
-	  ARM64_BUILD=$(abspath $(ARM64_BUILD)) tests/arm64/run.sh
-
-# make check-arm64-system: the same cross-built library, Check runner and
-# programs, run on real arm64 kernels (Debian's 4 KiB and 16 KiB page
-# kernels, 6.12 from bookworm-backports) booted in qemu-system-aarch64
-# (TCG) from an initramfs; also shows the 64 KiB folios the kernel gives
-# with and without mmfold (tests/arm64/folios.c).  tests/arm64/system.sh
-# says how; it ends with "N passed, N failed".  Packages: tests/arm64/deps.sh
-# system.  Variables ARM64_VM_* (see tests/arm64/system.sh).
-.PHONY: check-arm64-system deps-arm64-system
-deps-arm64-system: deps-build
-	@$(if $(ARM64_NO_DEPS),true,tests/arm64/deps.sh system)
-
-check-arm64-system: deps-arm64-system $(ARM64_LIB) $(ARM64_UNIT_BIN) $(ARM64_PROGS)
+# (tests/arm64/system.sh cross-builds the tests/preload programs itself,
+# through tests/preload/run.sh with BUILD_ONLY=1)
+check-arm64-system: deps-arm64 $(ARM64_LIB) $(ARM64_UNIT_BIN) $(ARM64_PROGS)
 	ARM64_CC=$(ARM64_CC) MMFOLD_LIB=$(abspath $(ARM64_LIB)) ARM64_BUILD=$(abspath $(ARM64_BUILD)) \
 	  tests/arm64/system.sh
 # ==== end of arm64 =========================================================

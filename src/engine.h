@@ -117,6 +117,9 @@ int mmf_verify(uint64_t start, uint64_t end, const struct mmf_want *w);
 long mmf_vma_at(int fd, uint64_t addr, uint64_t *s, uint64_t *e);
 /* The same from /proc/self/smaps only (what kernels before 6.11 get). */
 int mmf_verify_smaps(uint64_t start, uint64_t end, const struct mmf_want *w);
+/* Maps what verification needs, at start-up (MMFOLD_VERIFY set): never
+ * later, into a hole the program left. */
+void mmf_verify_prepare(void);
 
 /* The rest of the engine's face for preload/, which includes this header
  * and no other from src/: batches (mmfold_batch_*), the signal chain

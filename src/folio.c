@@ -137,6 +137,16 @@ int mmf_folio_advice_pays(const struct mmf_folio_sys *f)
 	return 0;
 }
 
+int mmf_folio_any(const struct mmf_folio_sys *f)
+{
+	if (f->top != MMF_THP_NEVER)
+		return 1;
+	for (int i = 0; i < f->nsizes; i++)
+		if (f->state[i] != MMF_THP_NEVER)
+			return 1;
+	return 0;
+}
+
 uint64_t mmf_folio_advice_size(const struct mmf_folio_sys *f)
 {
 	uint64_t a = 0;

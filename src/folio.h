@@ -27,6 +27,12 @@ void mmf_folio_probe(struct mmf_folio_sys *f);
  * advice). */
 int mmf_folio_advice_pays(const struct mmf_folio_sys *f);
 
+/* Is THP in use at all: the top-level setting, or some size's own, not
+ * "never"?  mTHP sizes have their own settings since 6.8: with the top
+ * level at "never", a size at "madvise" still serves MADV_HUGEPAGE
+ * (MMFOLD_THP=advise advises then). */
+int mmf_folio_any(const struct mmf_folio_sys *f);
+
 /* The largest folio size that only advice turns on ("madvise"), or 0: the
  * block whose density decides whether advice pays (thp.c). */
 uint64_t mmf_folio_advice_size(const struct mmf_folio_sys *f);

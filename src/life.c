@@ -42,6 +42,8 @@ void mmf_early_init(void)
 	}
 	mode = (int)cfg.v[MMF_OPT_MODE];
 	verify = (int)cfg.v[MMF_OPT_VERIFY];
+	if (verify)
+		mmf_verify_prepare();
 	tracing = cfg.v[MMF_OPT_LOG] >= 3;
 	long pers = mmf_sys6(SYS_personality, 0xffffffff, 0, 0, 0, 0, 0);
 	rie = pers >= 0 && (pers & READ_IMPLIES_EXEC);
@@ -55,7 +57,7 @@ void mmf_early_init(void)
 		folio_policy.thp_disabled = mmf_sys6(SYS_prctl, PR_GET_THP_DISABLE, 0, 0, 0, 0, 0) > 0;
 		folio_policy.thp_active =
 			(cfg.v[MMF_OPT_THP] == MMF_THP_AUTO && mmf_folio_advice_pays(&folio_policy.sys)) ||
-			(cfg.v[MMF_OPT_THP] == MMF_THP_ADVISE && folio_policy.sys.top != MMF_THP_NEVER);
+			(cfg.v[MMF_OPT_THP] == MMF_THP_ADVISE && mmf_folio_any(&folio_policy.sys));
 		folio_policy.align_active = cfg.v[MMF_OPT_ALIGN] != MMF_ALIGN_OFF;
 		if (folio_policy.thp_active && cfg.v[MMF_OPT_THP] == MMF_THP_AUTO)
 			mmf_thp_init(&map, page, mmf_folio_advice_size(&folio_policy.sys),

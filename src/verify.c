@@ -102,19 +102,29 @@ static int flags_ok(const char *f, const struct mmf_want *w)
 	return 0;
 }
 
+/* The smaps reader's buffer: only one verifier at a time (see below);
+ * mapped, so that the library's writable segment stays small, and at
+ * start-up: mapped at the first check it went wherever the kernel found
+ * 64 KiB free, which can be a hole the program left between its own
+ * mappings (a program whose later call over that hole must fail, as it
+ * does without mmfold, then found it mapped: the batch test on a 16 KiB
+ * page arm64 kernel, where its 4-page hole is 64 KiB). */
+static char *buf;
+enum { BUFSZ = 65536 };
+
+void mmf_verify_prepare(void)
+{
+	if (buf)
+		return;
+	void *m = mmf_sys_mmap(NULL, BUFSZ, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (!mmf_sys_err((long)m))
+		buf = m;
+}
+
 int mmf_verify_smaps(uint64_t s, uint64_t e, const struct mmf_want *w)
 {
-	/* only one verifier at a time (see below); mapped the first time, so
-	 * that the library's writable segment stays small */
-	static char *buf;
-	enum { BUFSZ = 65536 };
-	if (!buf) {
-		void *m = mmf_sys_mmap(NULL, BUFSZ, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-				       -1, 0);
-		if (mmf_sys_err((long)m))
-			return -1;
-		buf = m;
-	}
+	if (!buf)
+		return -1;
 	long fd = mmf_sys_open("/proc/self/smaps", 0, 0);
 	if (fd < 0)
 		return -1;

@@ -32,7 +32,9 @@
  * split_deferred,split_failed} (system-wide; the VM runs nothing else) and
  * this process's minor faults and VMA count.
  *
- * Prints key=value lines: "place", "fault", "toggle"; exit 0 when it could
+ * Prints key=value lines: "place", "fault", "toggle" ("calls": the system
+ * calls the program made in that phase: mmap, guard mmap, madvise with -H;
+ * mprotect); exit 0 when it could
  * read what it needs, 2 on a usage or set-up error, 3 when pagemap or
  * kpageflags cannot be read (not root, or no CONFIG_PROC_PAGE_MONITOR). */
 #define _GNU_SOURCE
@@ -278,8 +280,8 @@ int main(int argc, char **argv)
 	scan(r, n, fsz, &blocks, &folios, pfn_a, nb_max);
 	size_t cont = contpte_size();
 	long contpte = cont == fsz ? folios : -1;
-	printf("place page=%ld folio_kb=%ld regions=%ld bytes=%zu aligned=%ld possible=%ld blocks=%ld\n", pg,
-	       fkb, n, bytes, aligned, possible, blocks);
+	printf("place page=%ld folio_kb=%ld regions=%ld bytes=%zu aligned=%ld possible=%ld blocks=%ld calls=%ld\n",
+	       pg, fkb, n, bytes, aligned, possible, blocks, n * (2 + huge));
 	printf("fault folios=%ld contpte_kb=%zu contpte=", folios, cont >> 10);
 	if (contpte < 0)
 		printf("na");

@@ -1,6 +1,7 @@
-/* probe: what the arm64 tests run on (printed by tests/arm64/run.sh, not a
- * test).  Page size as the program sees it, and the kernel features whose
- * emulation by qemu-user differs from a real arm64 kernel. */
+/* probe: what the arm64 tests run on (printed by tests/arm64/vm-tests.sh in
+ * the VM, not a test).  Page size as the program sees it, and the kernel
+ * features the tests rely on (mlock, madvise, pkeys, mseal, PROCMAP_QUERY,
+ * smaps VmFlags). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>

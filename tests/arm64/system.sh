@@ -28,7 +28,10 @@
 #      ARM64_VM_KERNELS, ARM64_VM_QEMU (qemu-system-aarch64), ARM64_VM_SMP
 #      (2), ARM64_VM_MEM (MiB, 2048), ARM64_VM_TIMEOUT (seconds per VM,
 #      1500), ARM64_VM_SUITES (the Check suites run in the VM; default all
-#      but tools), ARM64_VM_FOLIO_ARGS (tests/arm64/folios.c's arguments),
+#      but tools; "none": no suite), ARM64_VM_FOLIOS (0: no folio test),
+#      ARM64_VM_REPEAT ("NAME:N ...": tests/preload/run.sh NAME N times
+#      after the suites, none by default), ARM64_VM_FOLIO_ARGS
+#      (tests/arm64/folios.c's arguments),
 #      ARM64_VM_WALK_SEEDS (the walk's seeds, 6; make check runs 20),
 #      ARM64_VM_FAIL_LINES (lines of a failed suite's log shown, 60).
 # Output: the VM's PASS/FAIL lines prefixed with the flavour, "# ..." notes,
@@ -58,7 +61,7 @@ if [ -z "${MMFOLD_LIB:-}" ] || [ ! -f "$MMFOLD_LIB" ]; then
 	finish
 fi
 for t in "$QEMU" cpio dpkg-deb apt-get "$ARM64_CC"; do
-	command -v "$t" >/dev/null || { bad setup "no $t (tests/arm64/deps.sh system installs it)"; finish; }
+	command -v "$t" >/dev/null || { bad setup "no $t (tests/arm64/deps.sh installs it)"; finish; }
 done
 mkdir -p "$DEBS" || exit 1
 
@@ -140,6 +143,8 @@ cp "$MMFOLD_LIB" "$M/libmmfold.so" && cp "$ARM64_BUILD/check_mmfold" "$M/" &&
 	[ -n "${ARM64_VM_FOLIO_ARGS:-}" ] && echo "FOLIO_ARGS='$ARM64_VM_FOLIO_ARGS'"
 	[ -n "${ARM64_VM_WALK_SEEDS:-}" ] && echo "WALK_SEEDS='$ARM64_VM_WALK_SEEDS'"
 	[ -n "${ARM64_VM_FAIL_LINES:-}" ] && echo "FAIL_LINES='$ARM64_VM_FAIL_LINES'"
+	[ -n "${ARM64_VM_FOLIOS:-}" ] && echo "FOLIOS='$ARM64_VM_FOLIOS'"
+	[ -n "${ARM64_VM_REPEAT:-}" ] && echo "REPEAT='$ARM64_VM_REPEAT'"
 } >"$R/mmfold/vm.conf"
 
 # The shared libraries the programs load (NEEDED, recursively, plus
@@ -195,7 +200,7 @@ for fl in $KERNELS; do
 	while IFS= read -r line; do
 		case $line in
 		"PASS "*) ok "$fl: ${line#PASS }" ;;
-		"FAIL "*) line=${line#FAIL }; bad "$fl: ${line%%:*}" "${line#*: }" ;;
+		"FAIL "*) line=${line#FAIL }; bad "$fl: ${line%%: *}" "${line#*: }" ;;
 		"# "*) echo "# $fl: ${line#\# }" ;;
 		esac
 	done <"$log.txt"

@@ -17,20 +17,30 @@
 #                  64kB/stats) of which blocks got a 64 KiB folio, before and
 #                  after mprotect toggles over every region
 #
-# Settings from /mmfold/vm.conf (written by system.sh): SUITES, FOLIO_ARGS,
+#   repeat-NAME-I  tests/preload/run.sh NAME, run N times (REPEAT="NAME:N
+#                  ..."; none by default): a test that failed once in the VM,
+#                  run again until it shows why (its diff is printed)
+#
+# Settings from /mmfold/vm.conf (written by system.sh): SUITES ("none":
+# no Check suite), FOLIOS (0: no folio test), REPEAT, FOLIO_ARGS,
 # TIMEOUT_MULT, WALK_SEEDS (tests/preload/run.sh's; it reaches run.sh
 # through the Check runner's environment), FAIL_LINES (of a failed suite's
 # log shown, 60).  Prints PASS/FAIL lines, "# ..." notes, then the sentinel
 # "MMFOLD-ARM64-RESULT: N passed, M failed" that the host script reads.
 set -u
-SUITES="map map_fill lazy config verify preload:behaviour preload:folio preload:batch preload:lazy
+SUITES="map map_fill lazy config verify thp preload:behaviour preload:folio preload:batch preload:lazy
 	preload:shape preload:differential preload:profile sigchain wx"
 FOLIO_ARGS="-n 512 -l 64 -h 256 -t 8"
 TIMEOUT_MULT=10
 WALK_SEEDS=6
+FOLIOS=1
+REPEAT=
 # shellcheck source=/dev/null
 [ -f /mmfold/vm.conf ] && . /mmfold/vm.conf
 export WALK_SEEDS
+# A program of tests/preload/run.sh runs 30 to 100 times slower here than
+# on the host (TCG on a loaded 2-core machine): 300 s each, not 90.
+export RUN_TIMEOUT=300
 export MMFOLD_LIB=/mmfold/build/libmmfold.so MMFOLD_BUILD=/mmfold/build TESTS_PREBUILT=1
 export CK_DEFAULT_TIMEOUT=300 CK_TIMEOUT_MULTIPLIER=$TIMEOUT_MULT
 B=/mmfold/build
@@ -44,6 +54,7 @@ echo "# kernel $(uname -r), $(grep -c ^processor /proc/cpuinfo) CPUs"
 "$B/probe" 2>&1 | sed 's/^/# /'
 
 # ---- the Check runner's suites ---------------------------------------------
+[ "$SUITES" = none ] && SUITES=
 for s in $SUITES; do
 	log=$OUT/unit-$s.log
 	t0=$(cut -d. -f1 /proc/uptime)
@@ -63,6 +74,30 @@ for s in $SUITES; do
 		sed -n '/:[EF]:/,$p' "$log" | head -${FAIL_LINES:-60} | sed 's/^/#   /'
 		[ -n "$summary" ] || tail -20 "$log" | sed 's/^/#   /'
 	fi
+done
+
+# ---- tests/preload/run.sh's tests, again and again -------------------------
+for r in $REPEAT; do
+	name=${r%%:*} n=${r#*:}
+	[ "$n" = "$r" ] && n=10
+	nbad=0 t0=$(cut -d. -f1 /proc/uptime)
+	for i in $(seq 1 "$n"); do
+		log=$OUT/repeat-$name-$i.log
+		BUILD=$B/tests timeout -k 10 600 tests/preload/run.sh "$name" >"$log" 2>&1
+		rc=$?
+		if [ $rc = 0 ]; then
+			ok "repeat-$name-$i"
+		else
+			nbad=$((nbad + 1))
+			bad "repeat-$name-$i" "exit $rc: $(grep -m1 '^FAIL' "$log")"
+			for d in "$B"/tests/out/*.diff; do
+				[ -f "$d" ] || continue
+				echo "#   $d:"
+				head -${FAIL_LINES:-60} "$d" | sed 's/^/#   /'
+			done
+		fi
+	done
+	echo "# repeat $name: $nbad of $n runs failed, $(($(cut -d. -f1 /proc/uptime) - t0)) s"
 done
 
 # ---- folios: the kernel's view ---------------------------------------------
@@ -98,6 +133,8 @@ folio() {
 	PLACE=$(grep '^place ' "$OUT/$name.out") FAULT=$(grep '^fault ' "$OUT/$name.out")
 	TOGGLE=$(grep '^toggle ' "$OUT/$name.out")
 	sed "s/^/# $name: /" "$OUT/$name.out"
+	# mmfold's own count of the calls (MMFOLD_STATS=1): made, forwarded
+	grep -E '^(call|mmap|munmap|mprotect|madvise) ' "$OUT/$name.err" | sed "s/^/# $name: stats: /"
 	if [ $rc != 0 ] || [ -z "$TOGGLE" ]; then
 		bad "$name" "folios exited $rc: $(head -3 "$OUT/$name.err")"
 		return 1
@@ -120,7 +157,9 @@ kept() {
 	if [ -z "$why" ]; then ok "$1-toggle-kept"; else bad "$1-toggle-kept" "$why"; fi
 }
 
-if [ ! -w "$THP/hugepages-${F}kB/enabled" ]; then
+if [ "$FOLIOS" = 0 ]; then
+	:
+elif [ ! -w "$THP/hugepages-${F}kB/enabled" ]; then
 	bad folios "no $THP/hugepages-${F}kB (this kernel has no ${F} KiB mTHP size)"
 else
 	thp always
@@ -129,7 +168,7 @@ else
 		none_f=$(kv "$FAULT" folios)
 		kept folios-always-none
 	fi
-	if folio folios-always-mmfold LD_PRELOAD="$MMFOLD_LIB" --; then
+	if folio folios-always-mmfold LD_PRELOAD="$MMFOLD_LIB" MMFOLD_STATS=1 --; then
 		p=$(kv "$PLACE" possible) f=$(kv "$FAULT" folios) n=$(kv "$PLACE" regions)
 		if [ "$(kv "$PLACE" aligned)" = "$n" ] && [ "$f" = "$p" ] && [ "$(kv "$PLACE" blocks)" = "$p" ]; then
 			ok "folios-always-mmfold (every one of the $p possible ${F} KiB blocks is a folio)"
@@ -155,7 +194,7 @@ else
 	# only once later calls find it densely touched, which a region that
 	# is mapped, touched once and toggled is not; advise is the rule that
 	# advises every mapping of at least MMFOLD_THP_MIN at once.
-	if folio folios-madvise-mmfold LD_PRELOAD="$MMFOLD_LIB" MMFOLD_THP=advise MMFOLD_THP_MIN=${F}K --; then
+	if folio folios-madvise-mmfold LD_PRELOAD="$MMFOLD_LIB" MMFOLD_STATS=1 MMFOLD_THP=advise MMFOLD_THP_MIN=${F}K --; then
 		p=$(kv "$PLACE" possible) f=$(kv "$FAULT" folios)
 		if [ "$f" = "$p" ]; then
 			ok "folios-madvise-mmfold (MMFOLD_THP=advise MMFOLD_THP_MIN=${F}K: all $p)"

@@ -5,14 +5,10 @@
 #
 # Env: MMFOLD_LIB (required), BUILD (default build/tests), CC (default gcc),
 #      WALK_SEEDS (default 20), WALK_STEPS (default 300),
+#      RUN_TIMEOUT (default 90): seconds each run of a program may take
+#      (the arm64 VM, emulated, raises it),
 #      WALK_SEED_LIST (default: 1..WALK_SEEDS, then 1001 and 1002 with five
 #      times the steps): the walk seeds to run instead,
-#      DIFF_FILTER (default none): a sed -E script applied to both outputs
-#      before they are compared (for lines an emulator cannot answer),
-#      RUNNER (default none): a command put before every test program, e.g.
-#      an emulator (tests/arm64/qemu-run).  The library to preload is then
-#      handed to it in RUNNER_PRELOAD, never in LD_PRELOAD (which would reach
-#      the runner itself); the runner makes it the program's LD_PRELOAD,
 #      LAZYSTRESS_THREADS (default "4 8 16"), LAZYSTRESS_SEEDS (default 4),
 #      LAZYSTRESS_REPEAT (default 6), LAZYSTRESS_STEPS (default 300): the
 #      lazystress test runs each seed REPEAT times per thread count in lazy
@@ -37,11 +33,10 @@ BUILD=${BUILD:-$ROOT/build/tests}
 case $BUILD in /*) ;; *) BUILD=$PWD/$BUILD ;; esac
 WALK_SEEDS=${WALK_SEEDS:-20}
 WALK_STEPS=${WALK_STEPS:-300}
+RUN_TIMEOUT=${RUN_TIMEOUT:-90}
 CFLAGS=(-O2 -g -Wall -Wextra -Werror -pthread)
 OUT=$BUILD/out
-RUNNER=${RUNNER:-}
-read -ra runner <<<"$RUNNER"
-unset LD_PRELOAD RUNNER_PRELOAD MMFOLD_MODE MMFOLD_STATS MMFOLD_STATS_FILE MMFOLD_STATS_FORMAT MMFOLD_BARRIER
+unset LD_PRELOAD MMFOLD_MODE MMFOLD_STATS MMFOLD_STATS_FILE MMFOLD_STATS_FORMAT MMFOLD_BARRIER
 
 pass=0 fail=0
 ok() { echo "PASS $1"; pass=$((pass + 1)); }
@@ -94,41 +89,20 @@ run() {
 	local file=$1 mode=$2
 	shift 2
 	local pre=()
-	if [ ${#runner[@]} = 0 ]; then
-		case $mode in
-		ref) ;;
-		broken) pre=(env LD_PRELOAD="$BUILD/broken.so") ;;
-		uffd | lazyuffd)
-			local mm=safe
-			[ "$mode" = lazyuffd ] && mm=lazy
-			pre=(env -u MMFOLD_LIB -u MMFOLD_BUILD LD_PRELOAD="$MMFOLD_LIB" MMFOLD_MODE=$mm
-				MMFOLD_BARRIER=uffd MMFOLD_STATS=1 MMFOLD_STATS_FORMAT=json
-				MMFOLD_STATS_FILE="$OUT/uffd-stats.json") ;;
-		*) pre=(env -u MMFOLD_LIB -u MMFOLD_BUILD LD_PRELOAD="$MMFOLD_LIB" MMFOLD_MODE="$mode") ;;
-		esac
-	else
-		case $mode in
-		ref) pre=(env) ;;
-		broken) pre=(env RUNNER_PRELOAD="$BUILD/broken.so") ;;
-		uffd) pre=(env -u MMFOLD_LIB -u MMFOLD_BUILD RUNNER_PRELOAD="$MMFOLD_LIB" MMFOLD_MODE=safe
+	case $mode in
+	ref) ;;
+	broken) pre=(env LD_PRELOAD="$BUILD/broken.so") ;;
+	uffd | lazyuffd)
+		local mm=safe
+		[ "$mode" = lazyuffd ] && mm=lazy
+		pre=(env -u MMFOLD_LIB -u MMFOLD_BUILD LD_PRELOAD="$MMFOLD_LIB" MMFOLD_MODE=$mm
 			MMFOLD_BARRIER=uffd MMFOLD_STATS=1 MMFOLD_STATS_FORMAT=json
 			MMFOLD_STATS_FILE="$OUT/uffd-stats.json") ;;
-		*) pre=(env -u MMFOLD_LIB -u MMFOLD_BUILD RUNNER_PRELOAD="$MMFOLD_LIB" MMFOLD_MODE="$mode") ;;
-		esac
-		# "env VAR=VALUE... PROG ARGS": the variables are set before the
-		# runner, which passes them on; the runner runs PROG.
-		if [ "$1" = env ]; then
-			shift
-			while [ $# -gt 0 ] && [[ $1 == *=* ]]; do
-				pre+=("$1")
-				shift
-			done
-		fi
-		pre+=("${runner[@]}")
-	fi
+	*) pre=(env -u MMFOLD_LIB -u MMFOLD_BUILD LD_PRELOAD="$MMFOLD_LIB" MMFOLD_MODE="$mode") ;;
+	esac
 	local rc
 	# (the outer 2>/dev/null silences bash's "Segmentation fault" notes)
-	{ timeout -k 5 90 "${pre[@]}" "$@" >"$file" 2>"$file.stderr"; rc=$?; } 2>/dev/null
+	{ timeout -k 5 "$RUN_TIMEOUT" "${pre[@]}" "$@" >"$file" 2>"$file.stderr"; rc=$?; } 2>/dev/null
 	{
 		echo "## exit $rc"
 		echo "## stderr"
@@ -141,11 +115,6 @@ run() {
 # same NAME REF OTHER MODE: compare; prints the diff path on mismatch.
 same() {
 	local ref=$2 other=$3 mode=$4 d=$OUT/$1.diff
-	if [ -n "${DIFF_FILTER:-}" ]; then
-		sed -E "$DIFF_FILTER" "$ref" >"$ref.filtered"
-		sed -E "$DIFF_FILTER" "$other" >"$other.filtered"
-		ref=$ref.filtered other=$other.filtered
-	fi
 	if [ "$mode" = observe ]; then
 		diff <(sed '/^## stderr$/,$d' "$ref") <(sed '/^## stderr$/,$d' "$other") >"$d"
 	elif [ "$mode" = lazy ]; then
@@ -271,8 +240,17 @@ t_walk_stats() {
 }
 
 t_simple() { # NAME PROG [ARGS...]
-	local name=$1
-	if differential "$@"; then ok "$name"; else bad "$name" "$REASON"; fi
+	local name=$1 d
+	if differential "$@"; then
+		ok "$name"
+	else
+		bad "$name" "$REASON"
+		# the difference itself: the files may be gone when the caller
+		# looks (a VM, a later run of this script)
+		for d in "$OUT/$name".*.diff; do
+			[ -f "$d" ] && head -20 "$d" | sed "s|^|# ${d##*/}: |"
+		done
+	fi
 }
 
 t_broken() {

@@ -9,8 +9,9 @@
  *
  * Three mutators flip their own page between R and RW and write to it; the
  * collector stops them ROUNDS times and flips its own page while they are
- * stopped.  A watchdog ends the process with exit status 3 after 30
- * seconds (a deadlock).  Prints "stopworld: N rounds" when done. */
+ * stopped.  A watchdog ends the process with exit status 3 when no round
+ * ended in 30 seconds (a deadlock; a slow machine, such as an emulated
+ * one, only takes longer).  Prints "stopworld: N rounds" when done. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <semaphore.h>
@@ -22,11 +23,12 @@
 #include <unistd.h>
 
 #define NT 3
-#define PG 4096
+#define PG ((size_t)sysconf(_SC_PAGESIZE)) /* the system's page size */
 
 static pthread_t th[NT];
 static sem_t acked;
 static volatile int stop;
+static volatile int rounds_done;
 static char *area;
 
 static void on_suspend(int s)
@@ -55,7 +57,11 @@ static void *mutator(void *a)
 static void *watchdog(void *a)
 {
 	(void)a;
-	sleep(30);
+	int seen = -1;
+	while (seen != rounds_done) {
+		seen = rounds_done;
+		sleep(30);
+	}
 	static const char m[] = "stopworld: no progress in 30 s (deadlock)\n";
 	if (write(1, m, sizeof m - 1) < 0) {
 	}
@@ -94,6 +100,7 @@ int main(int argc, char **argv)
 		own[0]++;
 		for (int i = 0; i < NT; i++)
 			pthread_kill(th[i], SIGUSR2);
+		rounds_done = r + 1;
 	}
 	stop = 1;
 	for (int i = 0; i < NT; i++)

@@ -504,9 +504,11 @@ static void batch_same(char *const argv[])
 	for (int m = 0; m < 3; m++) {
 		const char *env[] = {modes[m], "MMFOLD_VERIFY=1", NULL};
 		run(&r, 1, env, argv);
+		char where[600];
+		first_difference(r.out, ref.out, where, sizeof where);
 		ck_assert_msg(r.status == 0 && !strcmp(r.out, ref.out),
-			      "%s %s with %s: exit %d, output\n%s\nexpected\n%s\nstderr %s", argv[0],
-			      argv[1], modes[m], r.status, r.out, ref.out, r.err);
+			      "%s %s with %s: exit %d, %s\noutput\n%s\nexpected\n%s\nstderr %s", argv[0],
+			      argv[1], modes[m], r.status, where, r.out, ref.out, r.err);
 	}
 }
 

@@ -1,8 +1,10 @@
 /* The rule of MMFOLD_THP=auto (src/thp.c): what a new mapping gets, and
- * which residency of a watched mapping's 2 MiB blocks gets it advised. */
+ * which residency of a watched mapping's 2 MiB blocks gets it advised;
+ * which THP settings make advice pay (src/folio.c). */
 #include <check.h>
 #include <string.h>
 
+#include "folio.h"
 #include "suites.h"
 #include "thp.h"
 
@@ -92,6 +94,34 @@ START_TEST(thp_mmap_rule)
 }
 END_TEST
 
+/* Which settings make advice do something.  The arm64 VM's folio test
+ * sets the top level to "never" and only hugepages-64kB to "madvise":
+ * MMFOLD_THP=advise went inactive there (it looked at the top level only)
+ * and the kernel gave no 64 KiB folio. */
+START_TEST(thp_settings_in_use)
+{
+	struct mmf_folio_sys f;
+	memset(&f, 0, sizeof f);
+	f.top = MMF_THP_NEVER;
+	f.nsizes = 2;
+	f.size[0] = 64 << 10;
+	f.size[1] = 2 << 20;
+	ck_assert_int_eq(mmf_folio_any(&f), 0);
+	ck_assert_int_eq(mmf_folio_advice_pays(&f), 0);
+	f.state[0] = MMF_THP_MADVISE; /* top never, 64 KiB madvise */
+	ck_assert_int_eq(mmf_folio_any(&f), 1);
+	ck_assert_int_eq(mmf_folio_advice_pays(&f), 1);
+	ck_assert_uint_eq(mmf_folio_advice_size(&f), 64 << 10);
+	f.state[0] = MMF_THP_ALWAYS; /* in use, but advice changes nothing */
+	ck_assert_int_eq(mmf_folio_any(&f), 1);
+	ck_assert_int_eq(mmf_folio_advice_pays(&f), 0);
+	f.state[0] = MMF_THP_NEVER;
+	f.nsizes = 0; /* a kernel before 6.8: the top level alone */
+	f.top = MMF_THP_MADVISE;
+	ck_assert_int_eq(mmf_folio_any(&f), 1);
+}
+END_TEST
+
 Suite *thp_suite(void)
 {
 	Suite *s = suite_create("thp");
@@ -99,6 +129,7 @@ Suite *thp_suite(void)
 	tcase_add_test(t, thp_dense_rule);
 	tcase_add_test(t, thp_count_fields);
 	tcase_add_test(t, thp_mmap_rule);
+	tcase_add_test(t, thp_settings_in_use);
 	suite_add_tcase(s, t);
 	return s;
 }

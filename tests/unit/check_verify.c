@@ -27,6 +27,7 @@ static struct mmf_want prot(int pr)
 static void setup(void)
 {
 	pg = sysconf(_SC_PAGESIZE);
+	mmf_verify_prepare(); /* what start-up does when MMFOLD_VERIFY is set */
 	/* 6 pages: RW RO RW RW hole RW (a guard page on each side) */
 	char *g = mmap(NULL, 8 * pg, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ck_assert_ptr_ne(g, MAP_FAILED);

@@ -213,7 +213,10 @@ static void same_view(const char *p, const char *q)
 	static char x[65536], y[65536];
 	without(p, "vma", x, sizeof x);
 	without(q, "vma", y, sizeof y);
-	ck_assert_str_eq(x, y);
+	char where[600];
+	first_difference(y, x, where, sizeof where); /* got: with mmfold */
+	ck_assert_msg(!strcmp(x, y), "the outputs differ at %s\nwith MMFOLD_MODE=off:\n%.3000s",
+		      where, x);
 }
 
 /* Runs the program with args under MMFOLD_MODE=off into a and with env

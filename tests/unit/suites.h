@@ -4,6 +4,7 @@
 #define MMF_TEST_SUITES_H
 
 #include <check.h>
+#include <stddef.h>
 
 Suite *map_suite(void);     /* tests/unit/check_map.c: the shadow map (src/map.c) */
 Suite *map_fill_suite(void); /* tests/unit/check_map_fill.c: learning about holes */
@@ -19,5 +20,9 @@ Suite *batch_suite(void);   /* tests/unit/check_batch.c: the batch painter over 
 Suite *shape_suite(void);   /* tests/unit/check_shape.c: the shaping planner */
 Suite *stats_suite(void);   /* tests/unit/check_stats.c: merging the counters */
 Suite *wx_suite(void);      /* tests/unit/check_wx.c: W^X flips (src/wx.c) under LD_PRELOAD */
+
+/* Where two program outputs first differ, for a failure message that
+ * stays short: "line N: got 'X', expected 'Y'" or "same output". */
+void first_difference(const char *got, const char *want, char *buf, size_t n);
 
 #endif
