@@ -120,7 +120,10 @@ static inline long mmf_sys6_asm(long n, long a, long b, long c, long d, long e, 
  * compiler weighs inlining (counted by its lines, it kept record() out of
  * decide()).  callgrind, per forwarded one-page mprotect: an indirect call
  * for each system call cost 18 instructions more, a test and a call in C
- * 5, a call the compiler may not inline 20. */
+ * 5, a call the compiler may not inline 20.  The way to the hook sits in
+ * a section of its own: in .text.unlikely it would follow the syscall of a
+ * cold function (also in .text.unlikely) directly, and every call would
+ * run into the hook (a NULL call when no test set it). */
 long mmf_sys6_hook(long n, long a, long b, long c, long d, long e, long f);
 static inline long mmf_sys6(long n, long a, long b, long c, long d, long e, long f)
 {
@@ -133,7 +136,7 @@ static inline long mmf_sys6(long n, long a, long b, long c, long d, long e, long
 				"jne 1f\n\t"
 				"syscall\n"
 				"2:\n\t"
-				".pushsection .text.unlikely,\"ax\",@progbits\n"
+				".pushsection .text.mmfold_sys6_hook,\"ax\",@progbits\n"
 				"1:\n\t"
 				"lea -128(%%rsp), %%rsp\n\t"
 				"call mmf_sys6_thunk\n\t"
