@@ -164,6 +164,9 @@ check-footprint: $(LIB)
 # caller -> callee from the objects' symbols.
 check-layers: deps-check
 	@tools/callgraph.sh
+	@bad=$$(grep -Hn '#include "\.\./src/' preload/*.c preload/*.h | grep -v 'src/engine\.h"'); \
+	if [ -n "$$bad" ]; then echo "check-layers: preload/ includes src/ headers other than engine.h:"; echo "$$bad"; exit 1; fi; \
+	echo "check-layers: preload/ includes src/engine.h only"
 
 # Only interposed and public symbols may be exported.
 check-symbols: $(LIB)

@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include "next.h"
-#include "../src/fast.h"
 
 #define MMF_IO_SYMBOLS(X)                                                      \
 	X(read, ssize_t, (int, void *, size_t))                                \

@@ -4,7 +4,6 @@
 #include <sys/syscall.h>
 
 #include "next.h"
-#include "../src/fast.h"
 
 static long fwd_mmap(const struct mmf_op *o)
 {

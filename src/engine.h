@@ -10,6 +10,7 @@
 
 #include "base.h"
 #include "config.h"
+#include "fast.h" /* the fast paths the mprotect and buffer wrappers inline */
 #include "map.h"
 #include "stats.h"
 
