@@ -19,7 +19,6 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 
@@ -29,12 +28,6 @@
 #include "stats.h"
 #include "sys.h"
 
-#ifndef UFFD_USER_MODE_ONLY
-#define UFFD_USER_MODE_ONLY 1
-#endif
-#ifndef UFFD_FEATURE_WP_UNPOPULATED
-#define UFFD_FEATURE_WP_UNPOPULATED (1u << 13)
-#endif
 #ifndef MREMAP_FIXED
 #define MREMAP_FIXED 2
 #endif

@@ -11,8 +11,8 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 
-#include "sys.h"
 #include "engine.h"
+#include "sys.h"
 
 #ifndef UFFD_USER_MODE_ONLY
 #define UFFD_USER_MODE_ONLY 1
