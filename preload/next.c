@@ -30,5 +30,6 @@ void mmf_next_resolve(void)
 	mmf_io_resolve();
 	mmf_stdio_resolve();
 	mmf_sigmask_resolve();
+	mmf_fds_resolve();
 	__atomic_store_n(&state, 2, __ATOMIC_RELEASE);
 }

@@ -40,6 +40,8 @@ void mmf_io_resolve(void);
 void mmf_exit_resolve(void);
 void mmf_stdio_resolve(void);
 void mmf_sigmask_resolve(void);
+/* The same for close, close_range and closefrom (fds.c). */
+void mmf_fds_resolve(void);
 
 /* syscall(SYS_rt_sigaction, a[0..3]) for a signal mmfold has claimed
  * (preload/signal.c): sets *done and returns the kernel's convention;

@@ -37,6 +37,7 @@
 #define STALE_MAX 8
 
 int mmf_barrier_on;
+int mmf_barrier_fds[2] = {-1, -1};
 
 static struct mmf_map *map;
 static uint64_t page;
@@ -45,6 +46,13 @@ static int maps_fd = -1;         /* /proc/self/maps, for PROCMAP_QUERY */
 static mmf_fault_fn next_fn;     /* lazy mode's handler, when it runs */
 static const char *why_off;      /* MMFOLD_BARRIER=uffd asked, cannot work */
 static int asked;
+
+/* What preload/fds.c keeps the program from closing (engine.h). */
+static void fds_publish(void)
+{
+	__atomic_store_n(&mmf_barrier_fds[0], ufd, __ATOMIC_RELAXED);
+	__atomic_store_n(&mmf_barrier_fds[1], maps_fd, __ATOMIC_RELAXED);
+}
 
 /* MMFOLD_LOG=3: one line per kernel call the barrier makes. */
 static void trace(const char *what, uint64_t s, uint64_t e, long r)
@@ -549,6 +557,7 @@ void mmf_barrier_fork_child(void)
 		why_off = why;
 		mmf_barrier_on = 0;
 	}
+	fds_publish();
 }
 
 /* ---- start-up ----------------------------------------------------------- */
@@ -619,6 +628,7 @@ void mmf_barrier_start(struct mmf_map *m, size_t pg)
 		mmf_log(1, buf);
 		return;
 	}
+	fds_publish();
 	__atomic_store_n(&mmf_barrier_on, 1, __ATOMIC_RELEASE);
 	mmf_log(2, "mmfold: MMFOLD_BARRIER=uffd: write barriers through userfaultfd");
 }

@@ -82,6 +82,11 @@ void mmf_late_init(void);
 /* Exit: prints the report when asked.  Idempotent. */
 void mmf_fini(void);
 
+/* MMFOLD_BARRIER=uffd: the barrier's descriptors (its userfaultfd, its
+ * /proc/self/maps), -1 when not open; preload/fds.c keeps the program's
+ * close, close_range and closefrom off them (barrier.c). */
+extern int mmf_barrier_fds[2];
+
 /* The writer section for other files (barrier.c): not re-entrant; held
  * tells whether this thread is inside one. */
 void mmf_writer_enter(void);

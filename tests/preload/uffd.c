@@ -22,6 +22,7 @@
  *   (EPERM), as a container's profile may: mmfold must keep plain mprotect. */
 #include "common.h"
 
+#include <linux/close_range.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
@@ -283,6 +284,32 @@ static void semantics(void)
 	child_dies("SA_RESETHAND handler", resethand);
 	child_dies("SIGSEGV blocked", blocked);
 	child_dies("SIGSEGV ignored", ignored);
+
+	/* A program that closes every descriptor it does not know (as
+	 * daemons and process spawners do) must not close mmfold's: the
+	 * kernel would drop the write-protection and writes to read-only
+	 * pages would stop faulting. */
+	printf("-- every descriptor from 3 closed\n");
+	fflush(stdout);
+	m = fresh(); /* made read-only before, written after */
+	closefrom(3);
+	pages("after closefrom", m, 3);
+	munmap(m, NP * PG);
+	m = fresh();
+	rc("close_range(3, ~0U, 0)", close_range(3, ~0U, 0));
+	pages("after close_range", m, 3);
+	munmap(m, NP * PG);
+	m = fresh();
+	rc("close_range(3, ~0U, CLOSE_RANGE_UNSHARE)", close_range(3, ~0U, CLOSE_RANGE_UNSHARE));
+	pages("after close_range(UNSHARE)", m, 3);
+	munmap(m, NP * PG);
+	m = fresh();
+	int failed = 0;
+	for (int fd = 3; fd < 1 << 16; fd++)
+		failed += close(fd) != 0 && errno == EBADF;
+	printf("close(3..65535): %d EBADF\n", failed);
+	pages("after close()", m, 3);
+	munmap(m, NP * PG);
 }
 
 /* One line per fact /proc gives about read-only pages. */
