@@ -20,7 +20,7 @@ static const struct opt opts[MMF_OPT_COUNT] = {
 const char *mmf_mode_name(int mode)
 {
 	static const char *const names[] = {
-#define X(id, name) name,
+#define X(p, id, name) name,
 		MMF_MODES(X)
 #undef X
 	};

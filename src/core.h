@@ -84,24 +84,35 @@ void async_restore(void);
  * pending there): forgotten before the lock is released. */
 void pending_add(uint64_t s, uint64_t e);
 
-/* ---- question.c: the skip question --------------------------------------- */
-extern int mdwe; /* PR_SET_MDWE in force: W+X requests are checked */
-extern int rie;  /* READ_IMPLIES_EXEC personality: never skip mprotect */
+/* ---- question.c: the skip question and safe mode's state ----------------- */
+/* Safe mode's state, one instance (safe_state): process facts that decide
+ * whether a skip may be trusted and how a forwarded call is recorded.  Set
+ * at init (life.c), changed by recording under the writer lock (mlock_seen,
+ * future_lock) and by prctl/personality (mdwe, rie: stored atomically).
+ * question(), record() and decide() bind the one instance at entry and
+ * pass it to their helpers, as lazy mode does with its state: they keep
+ * their signatures because the fast path calls them, and an extra
+ * argument would cost an instruction per call (docs/DESIGN.md, section 3). */
+struct mmf_safe_state {
+	int mdwe;            /* PR_SET_MDWE in force: W+X requests are checked */
+	int rie;             /* READ_IMPLIES_EXEC personality: never skip mprotect */
+	int tracing;         /* MMFOLD_LOG=3: one line per call */
+	int verify;          /* MMFOLD_VERIFY: skips checked against the kernel */
+	int mlock_seen;      /* some range was ever locked */
+	uint8_t future_lock; /* mlockall(MCL_FUTURE) state (MMF_LOCK_*) */
+};
+extern struct mmf_safe_state safe_state;
 int span(uint64_t addr, uint64_t len, uint64_t *s, uint64_t *e);
 void touched(const struct mmf_op *op, uint64_t *s, uint64_t *e);
 int mlock_permitted(void);
 int question(const struct mmf_op *op, uint64_t *s, uint64_t *e, struct mmf_want *w);
-extern int tracing; /* MMFOLD_LOG=3 */
 void trace(const struct mmf_op *op, const char *what, long r);
 
 /* ---- record.c: recording ------------------------------------------------- */
-extern int mlock_seen;      /* some range was ever locked */
-extern uint8_t future_lock; /* mlockall(MCL_FUTURE) state */
 void record(const struct mmf_op *op, long r, const struct mmf_hint *h);
 void reentry_forget(const struct mmf_op *op, long r);
 
 /* ---- decide.c: safe mode's decisions ------------------------------------- */
-extern int verify;
 long forward(const struct mmf_op *op, struct mmf_tstats *t, uint64_t bytes);
 long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked);
 

@@ -16,8 +16,6 @@
 #include "thp.h"
 #include "wx.h"
 
-int verify;
-
 
 /* Kernel time is measured for every call of the first 64 of a kind on a
  * thread, then for one call in 8, which stands for the 8: reading the clock
@@ -65,6 +63,7 @@ long mmf_forward_counted(const struct mmf_op *op, uint64_t bytes)
 
 long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 {
+	const struct mmf_safe_state *ss = &safe_state;
 	int k = op->kind;
 	if (lazy_state.on)
 		lazy_before(op);
@@ -84,7 +83,7 @@ long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 		wleave();
 		if (skip) {
 			mmf_stat_add(t, k, MMF_S_SKIPPED, 1);
-			if (tracing)
+			if (ss->tracing)
 				trace(op, "skipped (relaxed)", 0);
 			return 0;
 		}
@@ -101,7 +100,7 @@ long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 			shape = 0;
 		if (v == MMF_NOOP_PROVEN && op->kind == MMF_K_MLOCK && !mlock_permitted())
 			v = MMF_NOOP_UNPROVEN;
-		if (v == MMF_NOOP_PROVEN && verify) {
+		if (v == MMF_NOOP_PROVEN && ss->verify) {
 			mmf_event(MMF_E_VERIFY_CHECKS);
 			if (mmf_verify(s, e, &w) == 0) {
 				mmf_event(MMF_E_VERIFY_MISMATCH);
@@ -114,7 +113,7 @@ long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 				mmf_puts(&b, "-");
 				mmf_putx(&b, e);
 				mmf_log(0, buf);
-				if (verify >= 2)
+				if (ss->verify >= 2)
 					mmf_sys6(SYS_kill, mmf_sys_getpid(), 6 /* SIGABRT */, 0, 0, 0, 0);
 				v = MMF_CHANGE;
 			}
@@ -122,7 +121,7 @@ long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 		if (v == MMF_NOOP_PROVEN) {
 			mmf_stat_add(t, k, MMF_S_SKIPPED, 1);
 			if (mode >= MMF_MODE_SAFE) {
-				if (tracing)
+				if (ss->tracing)
 					trace(op, "skipped", 0);
 				if (hint.attr && !mmf_batch_depth)
 					mmf_fast_learn(&hint);
@@ -166,7 +165,7 @@ long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 	 * next call on it may take the fast path */
 	if (hint.b && !mmf_batch_depth && __atomic_load_n(&map.seq, __ATOMIC_RELAXED) == hint.seq)
 		mmf_fast_learn(&hint);
-	if (tracing)
+	if (ss->tracing)
 		trace(op, "forwarded", r);
 	return r;
 }

@@ -40,7 +40,7 @@ long mmf_run_change(struct mmf_op *op, uint32_t g)
 	if (exec)
 		mmf_wx_before(op);
 	long r = forward(op, t, asked);
-	int in_place = r == 0 && mmf_map_set_prot_hint(&map, &h, (uint8_t)prot, mlock_seen);
+	int in_place = r == 0 && mmf_map_set_prot_hint(&map, &h, (uint8_t)prot, safe_state.mlock_seen);
 	if (!in_place)
 		record(op, r, &h);
 	if (exec)

@@ -166,7 +166,7 @@ static long lazy_make(struct mmf_lazy_state *z, uint64_t s, uint64_t e, int want
 		memset(&u, 0, sizeof u);
 		u.fields = MMF_F_PROT;
 		u.a.prot = (uint8_t)want;
-		if (mlock_seen) {
+		if (safe_state.mlock_seen) {
 			u.fields |= MMF_F_LOCK;
 			u.a.lock = MMF_UNKNOWN;
 		}
@@ -405,7 +405,7 @@ int lazy_run(struct mmf_op *op, struct mmf_tstats *t, long *res)
 	}
 	wleave();
 	if (handled) {
-		if (tracing)
+		if (safe_state.tracing)
 			trace(op, "deferred", 0);
 		*res = 0;
 	}

@@ -41,14 +41,15 @@ void mmf_early_init(void)
 		mmf_sys6(SYS_exit_group, 1, 0, 0, 0, 0, 0);
 	}
 	mode = (int)cfg.v[MMF_OPT_MODE];
-	verify = (int)cfg.v[MMF_OPT_VERIFY];
-	if (verify)
+	struct mmf_safe_state *ss = &safe_state;
+	ss->verify = (int)cfg.v[MMF_OPT_VERIFY];
+	if (ss->verify)
 		mmf_verify_prepare();
-	tracing = cfg.v[MMF_OPT_LOG] >= 3;
+	ss->tracing = cfg.v[MMF_OPT_LOG] >= 3;
 	long pers = mmf_sys6(SYS_personality, 0xffffffff, 0, 0, 0, 0, 0);
-	rie = pers >= 0 && (pers & READ_IMPLIES_EXEC);
+	ss->rie = pers >= 0 && (pers & READ_IMPLIES_EXEC);
 	long md = mmf_sys6(SYS_prctl, PR_GET_MDWE, 0, 0, 0, 0, 0);
-	mdwe = md > 0;
+	ss->mdwe = md > 0;
 	if (mode >= MMF_MODE_SAFE &&
 	    (cfg.v[MMF_OPT_THP] != MMF_THP_OFF || cfg.v[MMF_OPT_ALIGN] != MMF_ALIGN_OFF ||
 	     cfg.v[MMF_OPT_SHAPE] != MMF_SHAPE_OFF)) {
@@ -77,7 +78,7 @@ void mmf_early_init(void)
 		if (!folio_policy.sys.nsizes && cfg.v[MMF_OPT_THP] != MMF_THP_OFF)
 			mmf_folio_probe(&folio_policy.sys);
 		struct mmf_wx_env we = {&map, page, (int)cfg.v[MMF_OPT_WX], folio_policy.thp_active,
-					&folio_policy.thp_disabled, &mdwe, &folio_policy.sys};
+					&folio_policy.thp_disabled, &safe_state.mdwe, &folio_policy.sys};
 		mmf_wx_init(&we);
 	}
 	if (cfg.v[MMF_OPT_LOG] >= 2) {
@@ -87,7 +88,7 @@ void mmf_early_init(void)
 		mmf_puti(&b, mmf_sys_getpid());
 		mmf_puts(&b, ", mode ");
 		mmf_puts(&b, mmf_mode_name(mode));
-		mmf_puts(&b, verify ? ", verify on" : "");
+		mmf_puts(&b, safe_state.verify ? ", verify on" : "");
 		mmf_log(2, buf);
 	}
 	__atomic_store_n(&init_state, 2, __ATOMIC_RELEASE);
@@ -161,7 +162,7 @@ void mmf_atfork_child(void)
 	async_restore(); /* the parent's writer section blocked them */
 	PST(pending.n, 0);
 	PST(pending.all, 0);
-	future_lock = MMF_LOCK_NONE; /* MCL_FUTURE is not inherited */
+	safe_state.future_lock = MMF_LOCK_NONE; /* MCL_FUTURE is not inherited */
 	/* only this thread goes on: its own mask counts */
 	__atomic_store_n(&lazy_state.blockers, lz_mask == 2, __ATOMIC_SEQ_CST);
 }
@@ -193,12 +194,13 @@ void fast_gate(void)
 	unsigned off = (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2 ? MMF_FAST_INIT : 0) |
 		       (mode != MMF_MODE_SAFE ? MMF_FAST_MODE : 0) |
 		       (__atomic_load_n(&mmf_prof_on, __ATOMIC_ACQUIRE) ? MMF_FAST_PROFILE : 0) |
-		       (tracing ? MMF_FAST_TRACE : 0) | (verify ? MMF_FAST_VERIFY : 0) |
-		       (PLD(rie) ? MMF_FAST_RIE : 0) |
+		       (safe_state.tracing ? MMF_FAST_TRACE : 0) |
+		       (safe_state.verify ? MMF_FAST_VERIFY : 0) |
+		       (PLD(safe_state.rie) ? MMF_FAST_RIE : 0) |
 		       (mmf_shape_policy() != MMF_SHAPE_AUTO || mmf_shape_cost_default.widen_ns ?
 			MMF_FAST_SHAPE : 0) |
 		       (__atomic_load_n(&mmf_barrier_on, __ATOMIC_RELAXED) ? MMF_FAST_BARRIER : 0);
-	mmf_fast_set(off, PLD(mdwe), cfg.v[MMF_OPT_WX] == MMF_WX_RELAX, page,
+	mmf_fast_set(off, PLD(safe_state.mdwe), cfg.v[MMF_OPT_WX] == MMF_WX_RELAX, page,
 		     mode == MMF_MODE_OFF ? NULL : &map.seq, PLD(lazy_state.on));
 }
 
@@ -206,7 +208,7 @@ void fast_gate(void)
 void mmf_note_prctl(long option, long arg2, long result)
 {
 	if (option == PR_SET_MDWE && result == 0)
-		__atomic_store_n(&mdwe, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&safe_state.mdwe, 1, __ATOMIC_RELAXED);
 	if (option == PR_SET_THP_DISABLE && result == 0)
 		__atomic_store_n(&folio_policy.thp_disabled, arg2 != 0, __ATOMIC_RELAXED);
 	if (option == PR_SET_MDWE && result == 0 && init_state == 2)
@@ -216,7 +218,7 @@ void mmf_note_prctl(long option, long arg2, long result)
 void mmf_note_personality(unsigned long persona, long result)
 {
 	if (result != -1 && persona != 0xffffffffUL)
-		__atomic_store_n(&rie, (persona & READ_IMPLIES_EXEC) != 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&safe_state.rie, (persona & READ_IMPLIES_EXEC) != 0, __ATOMIC_RELAXED);
 	if (result != -1 && persona != 0xffffffffUL && init_state == 2)
 		fast_gate();
 }

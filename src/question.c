@@ -10,10 +10,8 @@
 #include "fmt.h"
 
 
-/* Process facts that decide whether a skip may be trusted. */
-int mdwe;          /* PR_SET_MDWE in force: W+X requests are checked */
-int rie;           /* READ_IMPLIES_EXEC personality: never skip mprotect */
-int tracing; /* MMFOLD_LOG=3 */
+/* Safe mode's state (core.h). */
+struct mmf_safe_state safe_state = {.future_lock = MMF_LOCK_NONE};
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -62,14 +60,15 @@ int mlock_permitted(void)
 /* The skip question for op, or 0 when the call must be forwarded anyway. */
 int question(const struct mmf_op *op, uint64_t *s, uint64_t *e, struct mmf_want *w)
 {
+	const struct mmf_safe_state *ss = &safe_state;
 	switch (op->kind) {
 	case MMF_K_MPROTECT: {
 		int prot = (int)op->a[2];
 		if ((op->flags & MMF_OPF_PKEY) && (int)op->a[3] != -1)
 			return 0; /* the kernel re-checks that the key is allocated */
-		if (prot & ~PROT_RWX || rie || prot == PROT_EXEC)
+		if (prot & ~PROT_RWX || ss->rie || prot == PROT_EXEC)
 			return 0; /* exec-only may pick a protection key */
-		if (mdwe && (prot & PROT_WRITE) && (prot & PROT_EXEC))
+		if (ss->mdwe && (prot & PROT_WRITE) && (prot & PROT_EXEC))
 			return 0;
 		w->what = MMF_Q_PROT;
 		w->prot = (uint8_t)prot;

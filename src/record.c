@@ -12,8 +12,6 @@
 
 #include "thp.h"
 
-int mlock_seen;    /* some range was ever locked */
-uint8_t future_lock = MMF_LOCK_NONE; /* mlockall(MCL_FUTURE) state */
 
 /* ---- recording ---------------------------------------------------------- */
 
@@ -48,7 +46,7 @@ static void learn(uint64_t s, uint64_t e, const struct mmf_upd *u)
 
 static int range_has_nohuge(uint64_t s, uint64_t e);
 
-static void record_mmap(const struct mmf_op *op, long r)
+static void record_mmap(struct mmf_safe_state *ss, const struct mmf_op *op, long r)
 {
 	uint64_t len = ((uint64_t)op->a[1] + page - 1) & ~(uint64_t)(page - 1);
 	int prot = (int)op->a[2], flags = (int)op->a[3], fd = (int)op->a[4];
@@ -66,13 +64,13 @@ static void record_mmap(const struct mmf_op *op, long r)
 	int anon = (flags & MAP_ANONYMOUS) != 0;
 	struct mmf_attr a = {.prot = MMF_UNKNOWN, .lock = MMF_UNKNOWN, .owned = 0,
 			     .sealed = MMF_UNKNOWN, .pkey = -1, .adv_known = 0, .adv_set = 0};
-	if (!(flags & (MAP_GROWSDOWN | MAP_HUGETLB)) && !(prot & ~PROT_RWX) && !rie &&
+	if (!(flags & (MAP_GROWSDOWN | MAP_HUGETLB)) && !(prot & ~PROT_RWX) && !ss->rie &&
 	    (anon || plain_file(fd))) {
 		a.owned = 1;
 		a.prot = (uint8_t)prot;
 		a.sealed = 0;
 		a.pkey = 0;
-		a.lock = (flags & MAP_LOCKED) ? MMF_LOCK_ON : future_lock;
+		a.lock = (flags & MAP_LOCKED) ? MMF_LOCK_ON : ss->future_lock;
 		/* A new anonymous VMA starts with no advice flags; a file VMA
 		 * may get flags from its filesystem. */
 		a.adv_known = anon ? MMF_ADV_ALL : 0;
@@ -82,7 +80,7 @@ static void record_mmap(const struct mmf_op *op, long r)
 		}
 	}
 	if (flags & MAP_LOCKED)
-		mlock_seen = 1;
+		ss->mlock_seen = 1;
 	/* Huge-page advice (README.md, "Large folios").  A MAP_FIXED commit
 	 * into a range that carries mmfold's MADV_HUGEPAGE (a JVM committing
 	 * heap inside its advised reservation) loses the flag in the kernel:
@@ -184,12 +182,13 @@ static void upd(uint64_t s, uint64_t e, const struct mmf_upd *u, const struct mm
 
 void record(const struct mmf_op *op, long r, const struct mmf_hint *h)
 {
+	struct mmf_safe_state *ss = &safe_state;
 	uint64_t s, e;
 	struct mmf_upd u;
 	memset(&u, 0, sizeof u);
 	switch (op->kind) {
 	case MMF_K_MMAP:
-		record_mmap(op, r);
+		record_mmap(ss, op, r);
 		return;
 	case MMF_K_MUNMAP:
 		if (!span((uint64_t)op->a[0], (uint64_t)op->a[1], &s, &e))
@@ -215,7 +214,7 @@ void record(const struct mmf_op *op, long r, const struct mmf_hint *h)
 			mmf_map_forget(&map, s, e);
 			return;
 		}
-		if (r != 0 || (prot & ~PROT_RWX) || rie) {
+		if (r != 0 || (prot & ~PROT_RWX) || ss->rie) {
 			/* Failures can be partial (a hole, EACCES on a later VMA). */
 			mmf_map_forget(&map, s, e);
 			return;
@@ -229,7 +228,7 @@ void record(const struct mmf_op *op, long r, const struct mmf_hint *h)
 			u.fields |= MMF_F_PKEY;
 			u.a.pkey = -1;
 		}
-		if (mlock_seen) {
+		if (ss->mlock_seen) {
 			/* Newly accessible pages of a locked range are not all
 			 * populated: a later mlock would do work. */
 			u.fields |= MMF_F_LOCK;
@@ -305,20 +304,20 @@ void record(const struct mmf_op *op, long r, const struct mmf_hint *h)
 		else
 			u.a.lock = MMF_UNKNOWN;
 		if (op->kind == MMF_K_MLOCK)
-			mlock_seen = 1;
+			ss->mlock_seen = 1;
 		upd(s, e, &u, h, r);
 		return;
 	}
 	case MMF_K_MLOCKALL: {
 		int fl = (int)op->a[0];
 		u.fields = MMF_F_LOCK;
-		mlock_seen = 1;
+		ss->mlock_seen = 1;
 		if (r != 0) {
 			u.a.lock = MMF_UNKNOWN;
-			future_lock = MMF_UNKNOWN;
+			ss->future_lock = MMF_UNKNOWN;
 		} else {
 			uint8_t l = (fl & MCL_ONFAULT) ? MMF_LOCK_ONFAULT : MMF_LOCK_ON;
-			future_lock = (fl & MCL_FUTURE) ? l : MMF_LOCK_NONE;
+			ss->future_lock = (fl & MCL_FUTURE) ? l : MMF_LOCK_NONE;
 			if (!(fl & MCL_CURRENT))
 				return;
 			u.a.lock = l;
@@ -329,7 +328,7 @@ void record(const struct mmf_op *op, long r, const struct mmf_hint *h)
 	case MMF_K_MUNLOCKALL:
 		u.fields = MMF_F_LOCK;
 		u.a.lock = r == 0 ? MMF_LOCK_NONE : MMF_UNKNOWN;
-		future_lock = u.a.lock;
+		ss->future_lock = u.a.lock;
 		mmf_map_update(&map, 0, UINT64_MAX & ~(uint64_t)(page - 1), &u);
 		return;
 	case MMF_K_MSEAL:

@@ -1,6 +1,7 @@
 /* Configuration parsing (src/config.c): every variable with good and bad
  * values; one warning line per problem; defaults kept. */
 #include <check.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "config.h"
@@ -177,6 +178,65 @@ START_TEST(several_problems_counted)
 }
 END_TEST
 
+/* The choices of every 'E' variable come from one list (config.h): each
+ * name parses to its enum value, and a bad value's message lists them all. */
+START_TEST(choice_lists)
+{
+	static const struct {
+		int opt;
+		const char *name;
+		long v;
+	} t[] = {
+#define C_(var, p, id, name) {MMF_OPT_##var, name, p##id},
+#define MODE_(p, id, name) C_(MODE, p, id, name)
+#define FMT_(p, id, name) C_(STATS_FORMAT, p, id, name)
+#define THP_(p, id, name) C_(THP, p, id, name)
+#define SIGCHAIN_(p, id, name) C_(SIGCHAIN, p, id, name)
+#define SHAPE_(p, id, name) C_(SHAPE, p, id, name)
+#define WX_(p, id, name) C_(WX, p, id, name)
+#define BARRIER_(p, id, name) C_(BARRIER, p, id, name)
+		MMF_MODES(MODE_) MMF_FMTS(FMT_) MMF_THPS(THP_) MMF_SIGCHAINS(SIGCHAIN_)
+		MMF_SHAPES(SHAPE_) MMF_WXS(WX_) MMF_BARRIERS(BARRIER_)
+#undef C_
+	};
+	static const struct {
+		int opt;
+		const char *var, *choices;
+	} lists[] = {
+		{MMF_OPT_MODE, "MMFOLD_MODE", "off|observe|safe|lazy"},
+		{MMF_OPT_STATS_FORMAT, "MMFOLD_STATS_FORMAT", "text|json"},
+		{MMF_OPT_THP, "MMFOLD_THP", "off|auto|advise"},
+		{MMF_OPT_SIGCHAIN, "MMFOLD_SIGCHAIN", "auto|on"},
+		{MMF_OPT_SHAPE, "MMFOLD_SHAPE", "off|auto|trim|widen"},
+		{MMF_OPT_WX, "MMFOLD_WX", "keep|relax|off"},
+		{MMF_OPT_BARRIER, "MMFOLD_BARRIER", "off|uffd"},
+	};
+	struct mmf_config c;
+	struct lines l;
+	char kv[128];
+	ck_assert_int_eq(sizeof t / sizeof t[0], 4 + 2 + 3 + 2 + 4 + 3 + 2);
+	ck_assert_int_eq(MMF_MODE_COUNT, 4);
+	ck_assert_str_eq(mmf_mode_name(MMF_MODE_LAZY), "lazy");
+	for (unsigned i = 0; i < sizeof t / sizeof t[0]; i++) {
+		const char *var = NULL;
+		for (unsigned j = 0; j < sizeof lists / sizeof lists[0]; j++)
+			if (lists[j].opt == t[i].opt)
+				var = lists[j].var;
+		ck_assert_ptr_nonnull(var);
+		snprintf(kv, sizeof kv, "%s=%s", var, t[i].name);
+		ck_assert_msg(parse1(&c, kv, &l) == 0, "%s: '%s'", kv, l.last);
+		ck_assert_msg(c.v[t[i].opt] == t[i].v, "%s: %ld, not %ld", kv, c.v[t[i].opt], t[i].v);
+	}
+	for (unsigned j = 0; j < sizeof lists / sizeof lists[0]; j++) {
+		snprintf(kv, sizeof kv, "%s=nonesuch", lists[j].var);
+		ck_assert_int_eq(parse1(&c, kv, &l), 1);
+		char want[128];
+		snprintf(want, sizeof want, "expected one of %s", lists[j].choices);
+		ck_assert_msg(strstr(l.last, want), "%s: got '%s'", kv, l.last);
+	}
+}
+END_TEST
+
 Suite *config_suite(void)
 {
 	Suite *s = suite_create("config");
@@ -185,6 +245,7 @@ Suite *config_suite(void)
 	tcase_add_test(tc, good_values);
 	tcase_add_test(tc, bad_values);
 	tcase_add_test(tc, several_problems_counted);
+	tcase_add_test(tc, choice_lists);
 	suite_add_tcase(s, tc);
 	return s;
 }
