@@ -5,19 +5,14 @@
  * Async-signal-safe; a vfork child, which shares its parent's memory, leaves
  * the parent's segment alone.  (C99's _Exit, rarely used, is not
  * interposed: its segment is left for mmfold top to remove.) */
-#include <dlfcn.h>
 #include <sys/syscall.h>
 
 #include "next.h"
 
-static void (*next_exit)(int);
-
-void mmf_exit_resolve(void) { next_exit = (void (*)(int))dlsym(RTLD_NEXT, "_exit"); }
-
 MMF_EXPORT __attribute__((noreturn)) void _exit(int status)
 {
 	mmf_live_forget();
-	void (*next)(int) = next_exit;
+	void (*next)(int) = mmf_next._exit;
 	if (next)
 		next(status);
 	for (;;)

@@ -6,7 +6,6 @@
  * would without mmfold, and a range closed around them is closed in the
  * pieces between them.  Without the barrier (mmf_barrier_fds both -1) each
  * wrapper is a compare or two before the next definition. */
-#include <dlfcn.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -19,38 +18,40 @@
 #define SYS_close_range 436
 #endif
 
-static int (*next_close)(int);
-static int (*next_close_range)(unsigned, unsigned, int);
-static void (*next_closefrom)(int);
-
-void mmf_fds_resolve(void)
-{
-	next_close = (int (*)(int))dlsym(RTLD_NEXT, "close");
-	next_close_range = (int (*)(unsigned, unsigned, int))dlsym(RTLD_NEXT, "close_range");
-	next_closefrom = (void (*)(int))dlsym(RTLD_NEXT, "closefrom");
-}
-
 static int ours(long fd)
 {
 	return fd >= 0 && (fd == __atomic_load_n(&mmf_barrier_fds[0], __ATOMIC_RELAXED) ||
 			   fd == __atomic_load_n(&mmf_barrier_fds[1], __ATOMIC_RELAXED));
 }
 
-MMF_EXPORT int close(int fd)
+/* With the barrier, or before the constructor: apart and cold, so that
+ * the usual course of close() saves no registers. */
+static __attribute__((noinline, cold)) int close_slow(int fd)
 {
-	if (__builtin_expect(ours(fd), 0)) {
+	if (ours(fd)) {
 		errno = EBADF;
 		return -1;
 	}
-	if (next_close)
-		return next_close(fd);
+	if (mmf_next.close)
+		return mmf_next.close(fd);
 	return (int)mmf_libc_ret(mmf_sys6(SYS_close, fd, 0, 0, 0, 0, 0));
+}
+
+MMF_EXPORT int close(int fd)
+{
+	/* both descriptors -1 (the barrier off) and only then: AND < 0 */
+	int both = __atomic_load_n(&mmf_barrier_fds[0], __ATOMIC_RELAXED) &
+		   __atomic_load_n(&mmf_barrier_fds[1], __ATOMIC_RELAXED);
+	int (*next)(int) = mmf_next.close;
+	if (__builtin_expect(both >= 0 || !next, 0))
+		return close_slow(fd);
+	return next(fd);
 }
 
 static int range_next(unsigned lo, unsigned hi, int flags)
 {
-	if (next_close_range)
-		return next_close_range(lo, hi, flags);
+	if (mmf_next.close_range)
+		return mmf_next.close_range(lo, hi, flags);
 	return (int)mmf_libc_ret(mmf_sys6(SYS_close_range, lo, hi, flags, 0, 0, 0));
 }
 
@@ -112,8 +113,8 @@ MMF_EXPORT int close_range(unsigned first, unsigned last, int flags)
 MMF_EXPORT void closefrom(int lowfd)
 {
 	if (__builtin_expect(mmf_barrier_fds[0] < 0 && mmf_barrier_fds[1] < 0, 1) || lowfd < 0) {
-		if (next_closefrom) {
-			next_closefrom(lowfd);
+		if (mmf_next.closefrom) {
+			mmf_next.closefrom(lowfd);
 			return;
 		}
 	} else if (range_around((unsigned)lowfd, ~0U, 0) == 0) {
@@ -121,8 +122,8 @@ MMF_EXPORT void closefrom(int lowfd)
 	}
 	/* no close_range in this kernel (before 5.9): glibc's own way, which
 	 * closes mmfold's descriptors too (README.md, "Write barriers") */
-	if (next_closefrom)
-		next_closefrom(lowfd);
+	if (mmf_next.closefrom)
+		mmf_next.closefrom(lowfd);
 	else
 		mmf_sys6(SYS_close_range, lowfd, ~0U, 0, 0, 0, 0);
 }

@@ -11,7 +11,6 @@ static void child(void) { mmf_atfork_child(); }
 __attribute__((constructor(101))) static void mmf_ctor(void)
 {
 	mmf_next_resolve();
-	mmf_exit_resolve();
 	mmf_late_init();
 	mmf_sigchain_start();
 	mmf_unwind_load();

@@ -4,7 +4,6 @@
  * mode (or with nothing deferred) each wrapper costs one load and a branch
  * before the next definition.  Calls libc makes internally (fread's read,
  * printf's write) do not come through here: see README.md. */
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,48 +14,6 @@
 #include <unistd.h>
 
 #include "next.h"
-
-#define MMF_IO_SYMBOLS(X)                                                      \
-	X(read, ssize_t, (int, void *, size_t))                                \
-	X(write, ssize_t, (int, const void *, size_t))                         \
-	X(pread, ssize_t, (int, void *, size_t, off_t))                        \
-	X(pwrite, ssize_t, (int, const void *, size_t, off_t))                 \
-	X(readv, ssize_t, (int, const struct iovec *, int))                    \
-	X(writev, ssize_t, (int, const struct iovec *, int))                   \
-	X(preadv, ssize_t, (int, const struct iovec *, int, off_t))            \
-	X(pwritev, ssize_t, (int, const struct iovec *, int, off_t))           \
-	X(preadv2, ssize_t, (int, const struct iovec *, int, off_t, int))      \
-	X(pwritev2, ssize_t, (int, const struct iovec *, int, off_t, int))     \
-	X(recv, ssize_t, (int, void *, size_t, int))                           \
-	X(recvfrom, ssize_t, (int, void *, size_t, int, struct sockaddr *, socklen_t *)) \
-	X(recvmsg, ssize_t, (int, struct msghdr *, int))                       \
-	X(recvmmsg, int, (int, struct mmsghdr *, unsigned, int, struct timespec *)) \
-	X(send, ssize_t, (int, const void *, size_t, int))                     \
-	X(sendto, ssize_t, (int, const void *, size_t, int, const struct sockaddr *, socklen_t)) \
-	X(sendmsg, ssize_t, (int, const struct msghdr *, int))                 \
-	X(sendmmsg, int, (int, struct mmsghdr *, unsigned, int))               \
-	X(__read_chk, ssize_t, (int, void *, size_t, size_t))                  \
-	X(__pread_chk, ssize_t, (int, void *, size_t, off_t, size_t))          \
-	X(__recv_chk, ssize_t, (int, void *, size_t, size_t, int))             \
-	X(__recvfrom_chk, ssize_t, (int, void *, size_t, size_t, int, struct sockaddr *, socklen_t *)) \
-	X(open, int, (const char *, int, ...))                                 \
-	X(openat, int, (int, const char *, int, ...))                          \
-	X(__open_2, int, (const char *, int))                                  \
-	X(__openat_2, int, (int, const char *, int))                           \
-	X(fopen, FILE *, (const char *, const char *))
-
-static struct {
-#define X(name, ret, args) ret(*name) args;
-	MMF_IO_SYMBOLS(X)
-#undef X
-} next_io;
-
-void mmf_io_resolve(void)
-{
-#define X(name, ret, args) next_io.name = (ret(*) args)dlsym(RTLD_NEXT, #name);
-	MMF_IO_SYMBOLS(X)
-#undef X
-}
 
 /* Outside lazy mode a wrapper costs a load and a branch before the next
  * definition (fast.h's mmf_fast_lazy, inline). */
@@ -88,7 +45,7 @@ static void msg(const struct msghdr *m)
 /* The next definition when known, else the system call (before mmfold's
  * constructor ran). */
 #define NEXT(name, sysargs, ...)                                               \
-	(next_io.name ? next_io.name(__VA_ARGS__) : raw sysargs)
+	(mmf_next.name ? mmf_next.name(__VA_ARGS__) : raw sysargs)
 
 /* Apart and cold, so that the usual course saves no registers. */
 static __attribute__((noinline, cold)) long raw(long nr, long a, long b, long c, long d, long e,
@@ -354,9 +311,9 @@ MMF_EXPORT int __openat64_2(int dfd, const char *path, int flags) __attribute__(
 MMF_EXPORT FILE *fopen(const char *path, const char *mode)
 {
 	own_maps(path);
-	FILE *(*f)(const char *, const char *) = next_io.fopen;
-	if (!f) /* before mmfold's constructor (fopen exists: dlsym cannot fail) */
-		f = (FILE * (*)(const char *, const char *)) dlsym(RTLD_NEXT, "fopen");
+	FILE *(*f)(const char *, const char *) = mmf_next.fopen;
+	if (!f) /* before mmfold's constructor */
+		f = (FILE * (*)(const char *, const char *)) mmf_next_early("fopen");
 	return f(path, mode);
 }
 MMF_EXPORT FILE *fopen64(const char *path, const char *mode) __attribute__((alias("fopen")));

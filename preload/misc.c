@@ -5,25 +5,16 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
-#include <dlfcn.h>
-
 #include "next.h"
 
 /* brk and sbrk must go through glibc (it caches the break), also before
- * mmfold's constructor looked its symbols up: they exist in every glibc,
- * so this dlsym cannot fail (and so does not allocate). */
-static int (*early_brk)(void *);
-static void *(*early_sbrk)(intptr_t);
-
+ * mmfold's constructor looked its symbols up (mmf_next_early: they exist
+ * in every glibc). */
 static int have_brk(void)
 {
 	if (mmf_next_ready())
 		return mmf_next.brk && mmf_next.sbrk;
-	if (!early_brk)
-		early_brk = (int (*)(void *))dlsym(RTLD_NEXT, "brk");
-	if (!early_sbrk)
-		early_sbrk = (void *(*)(intptr_t))dlsym(RTLD_NEXT, "sbrk");
-	return early_brk && early_sbrk;
+	return mmf_next_early("brk") && mmf_next_early("sbrk");
 }
 
 static long fwd_brk(const struct mmf_op *o)
@@ -32,10 +23,13 @@ static long fwd_brk(const struct mmf_op *o)
 		return mmf_next_ready() && mmf_next.syscall
 			       ? mmf_next.syscall(SYS_brk, o->a[0])
 			       : mmf_sys6(SYS_brk, o->a[0], 0, 0, 0, 0, 0);
-	int (*b)(void *) = mmf_next_ready() ? mmf_next.brk : early_brk;
-	void *(*sb)(intptr_t) = mmf_next_ready() ? mmf_next.sbrk : early_sbrk;
-	if (o->a[1])
+	int ready = mmf_next_ready();
+	if (o->a[1]) {
+		void *(*sb)(intptr_t) =
+			ready ? mmf_next.sbrk : (void *(*)(intptr_t))mmf_next_early("sbrk");
 		return MMF_KRET_PTR(sb((intptr_t)o->a[0]));
+	}
+	int (*b)(void *) = ready ? mmf_next.brk : (int (*)(void *))mmf_next_early("brk");
 	return MMF_KRET(b((void *)o->a[0]));
 }
 

@@ -9,6 +9,12 @@ int mmf_next_ready(void)
 	return __atomic_load_n(&state, __ATOMIC_ACQUIRE) == 2;
 }
 
+/* Before the constructor: dlsym of a symbol every glibc defines finds it
+ * without taking its error path, so it allocates nothing.  Only for calls
+ * that have no raw system call to fall back on (stdio, time zones, signal
+ * actions and masks, which glibc filters). */
+void *mmf_next_early(const char *name) { return dlsym(RTLD_NEXT, name); }
+
 /* dlsym of a symbol that is missing (mseal before glibc 2.41) builds an
  * error message with malloc; from inside an allocator that is initialising
  * (jemalloc calls mmap with its init lock held) that deadlocks.  So lookups
@@ -27,9 +33,5 @@ void mmf_next_resolve(void)
 #define X(name, ret, args) __atomic_store_n(&mmf_next.name, n.name, __ATOMIC_RELAXED);
 	MMF_NEXT_SYMBOLS(X)
 #undef X
-	mmf_io_resolve();
-	mmf_stdio_resolve();
-	mmf_sigmask_resolve();
-	mmf_fds_resolve();
 	__atomic_store_n(&state, 2, __ATOMIC_RELEASE);
 }

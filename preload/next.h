@@ -33,15 +33,9 @@
 int mmf_next_ready(void);
 /* Looks the next symbols up; called once, from the constructor. */
 void mmf_next_resolve(void);
-/* The same for the buffer-taking wrappers of io.c and the libc wrappers of
- * stdio.c. */
-void mmf_io_resolve(void);
-/* The same for _exit (exit.c). */
-void mmf_exit_resolve(void);
-void mmf_stdio_resolve(void);
-void mmf_sigmask_resolve(void);
-/* The same for close, close_range and closefrom (fds.c). */
-void mmf_fds_resolve(void);
+/* Before mmf_next_resolve stored the entries: the next definition of a
+ * symbol that every glibc defines, looked up on the spot (next.c). */
+void *mmf_next_early(const char *name);
 
 /* syscall(SYS_rt_sigaction, a[0..3]) for a signal mmfold has claimed
  * (preload/signal.c): sets *done and returns the kernel's convention;

@@ -4,20 +4,9 @@
  * makes what waits, and nothing waits until the last such thread unblocks
  * them.  Outside lazy mode each wrapper is a load and a branch before the
  * next definition. */
-#include <dlfcn.h>
 #include <signal.h>
 
 #include "next.h"
-
-static int (*next_sigprocmask)(int, const sigset_t *, sigset_t *);
-static int (*next_pthread_sigmask)(int, const sigset_t *, sigset_t *);
-
-void mmf_sigmask_resolve(void)
-{
-	next_sigprocmask = (int (*)(int, const sigset_t *, sigset_t *))dlsym(RTLD_NEXT, "sigprocmask");
-	next_pthread_sigmask =
-		(int (*)(int, const sigset_t *, sigset_t *))dlsym(RTLD_NEXT, "pthread_sigmask");
-}
 
 /* The call, then the thread's mask as the kernel has it now. */
 static __attribute__((noinline)) int masked(int (*next)(int, const sigset_t *, sigset_t *),
@@ -37,24 +26,24 @@ static __attribute__((noinline)) int early(const char *name, int how, const sigs
 					    sigset_t *old)
 {
 	int (*next)(int, const sigset_t *, sigset_t *) =
-		(int (*)(int, const sigset_t *, sigset_t *))dlsym(RTLD_NEXT, name);
+		(int (*)(int, const sigset_t *, sigset_t *))mmf_next_early(name);
 	return next(how, set, old);
 }
 
 MMF_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 {
-	if (__builtin_expect(mmf_lazy_active(), 0) && next_sigprocmask)
-		return masked(next_sigprocmask, how, set, old);
-	if (__builtin_expect(!next_sigprocmask, 0))
+	if (__builtin_expect(mmf_lazy_active(), 0) && mmf_next.sigprocmask)
+		return masked(mmf_next.sigprocmask, how, set, old);
+	if (__builtin_expect(!mmf_next.sigprocmask, 0))
 		return early("sigprocmask", how, set, old);
-	return next_sigprocmask(how, set, old);
+	return mmf_next.sigprocmask(how, set, old);
 }
 
 MMF_EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
-	if (__builtin_expect(mmf_lazy_active(), 0) && next_pthread_sigmask)
-		return masked(next_pthread_sigmask, how, set, old);
-	if (__builtin_expect(!next_pthread_sigmask, 0))
+	if (__builtin_expect(mmf_lazy_active(), 0) && mmf_next.pthread_sigmask)
+		return masked(mmf_next.pthread_sigmask, how, set, old);
+	if (__builtin_expect(!mmf_next.pthread_sigmask, 0))
 		return early("pthread_sigmask", how, set, old);
-	return next_pthread_sigmask(how, set, old);
+	return mmf_next.pthread_sigmask(how, set, old);
 }

@@ -2,10 +2,8 @@
  * has claimed them (src/sigchain.h), the program's actions are recorded
  * with the semantics glibc and the kernel give them; every other call goes
  * to the next definition.  Before mmfold's constructor looked its symbols
- * up, the next definition is found on the spot (these exist in every glibc,
- * so that dlsym cannot fail and does not allocate); no claim can exist
- * then. */
-#include <dlfcn.h>
+ * up, the next definition is found on the spot (mmf_next_early: these
+ * exist in every glibc); no claim can exist then. */
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -13,7 +11,7 @@
 #include "next.h"
 
 #define NEXT(name)                                                             \
-	(mmf_next_ready() ? mmf_next.name : (__typeof__(mmf_next.name))dlsym(RTLD_NEXT, #name))
+	(mmf_next_ready() ? mmf_next.name : (__typeof__(mmf_next.name))mmf_next_early(#name))
 
 /* siginterrupt()'s choice for claimed signals (glibc keeps its own for
  * the others). */

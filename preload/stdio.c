@@ -14,7 +14,6 @@
  * Outside lazy mode each wrapper costs a load and a predictable branch
  * before the next definition (BENCHMARKS.md). */
 #include <dirent.h>
-#include <dlfcn.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,47 +28,12 @@
 #undef getc
 #undef fgetc
 
-#define MMF_STDIO_SYMBOLS(X)                                                   \
-	X(fread, size_t, (void *, size_t, size_t, FILE *))                     \
-	X(fread_unlocked, size_t, (void *, size_t, size_t, FILE *))            \
-	X(fwrite, size_t, (const void *, size_t, size_t, FILE *))              \
-	X(fwrite_unlocked, size_t, (const void *, size_t, size_t, FILE *))     \
-	X(fgets, char *, (char *, int, FILE *))                                \
-	X(fgets_unlocked, char *, (char *, int, FILE *))                       \
-	X(fgetc, int, (FILE *))                                                \
-	X(getc, int, (FILE *))                                                 \
-	X(__uflow, int, (FILE *))                                              \
-	X(getdelim, ssize_t, (char **, size_t *, int, FILE *))                 \
-	X(getline, ssize_t, (char **, size_t *, FILE *))                       \
-	X(vfscanf, int, (FILE *, const char *, va_list))                       \
-	X(__isoc99_vfscanf, int, (FILE *, const char *, va_list))              \
-	X(getdents64, ssize_t, (int, void *, size_t))                          \
-	X(tzset, void, (void))                                                 \
-	X(localtime, struct tm *, (const time_t *))                            \
-	X(localtime_r, struct tm *, (const time_t *, struct tm *))             \
-	X(mktime, time_t, (struct tm *))                                       \
-	X(ctime, char *, (const time_t *))                                     \
-	X(ctime_r, char *, (const time_t *, char *))
-
-static struct {
-#define X(name, ret, args) ret(*name) args;
-	MMF_STDIO_SYMBOLS(X)
-#undef X
-} next_std;
-
-void mmf_stdio_resolve(void)
-{
-#define X(name, ret, args) next_std.name = (ret(*) args)dlsym(RTLD_NEXT, #name);
-	MMF_STDIO_SYMBOLS(X)
-#undef X
-}
-
 /* The next definition; before mmfold's constructor looked them up, found
- * now (each exists in libc, so dlsym takes no error path). */
+ * now (mmf_next_early: each exists in libc). */
 #define NEXT(name)                                                             \
-	(__builtin_expect(next_std.name != NULL, 1)                            \
-		 ? next_std.name                                               \
-		 : (__typeof__(next_std.name))dlsym(RTLD_NEXT, #name))
+	(__builtin_expect(mmf_next.name != NULL, 1)                            \
+		 ? mmf_next.name                                               \
+		 : (__typeof__(mmf_next.name))mmf_next_early(#name))
 
 #define LAZY __builtin_expect(mmf_lazy_active(), 0)
 
@@ -123,9 +87,9 @@ static int again(FILE *f, int err, int saved)
 	{                                                                      \
 		if (LAZY)                                                      \
 			return name##_lazy args;                               \
-		if (__builtin_expect(!next_std.name, 0))                       \
+		if (__builtin_expect(!mmf_next.name, 0))                       \
 			return name##_early args;                              \
-		return next_std.name args;                                     \
+		return mmf_next.name args;                                     \
 	}
 
 /* A reading call on f with the caller's buffer (b, n), made again once

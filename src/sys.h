@@ -23,14 +23,29 @@
 #define MMF_SYS_H
 
 #include <signal.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <time.h>
+
+/* FILE, without <stdio.h> (preload/scanf.c cannot include it). */
+struct _IO_FILE;
 
 /* The interposed symbols whose next definitions the table holds: name,
- * return type, parameters (libc's convention: -1 and errno). */
+ * return type, parameters (libc's convention: -1 and errno).  All of them
+ * are looked up once, by preload/next.c's mmf_next_resolve. */
 #define MMF_NEXT_SYMBOLS(X)                                                    \
+	MMF_NEXT_MEMORY(X)                                                     \
+	MMF_NEXT_SIGNAL(X)                                                     \
+	MMF_NEXT_IO(X)                                                         \
+	MMF_NEXT_STDIO(X)                                                      \
+	MMF_NEXT_PROCESS(X)
+
+/* The calls that change memory (preload/mman.c, mlock.c, syscall.c). */
+#define MMF_NEXT_MEMORY(X)                                                     \
 	X(mmap, void *, (void *, size_t, int, int, int, off_t))                \
 	X(munmap, int, (void *, size_t))                                       \
 	X(mremap, void *, (void *, size_t, size_t, int, ...))                  \
@@ -49,7 +64,10 @@
 	X(shmat, void *, (int, const void *, int))                             \
 	X(prctl, int, (int, ...))                                              \
 	X(personality, int, (unsigned long))                                   \
-	X(syscall, long, (long, ...))                                          \
+	X(syscall, long, (long, ...))
+
+/* Signal actions (preload/signal.c) and masks (preload/sigmask.c). */
+#define MMF_NEXT_SIGNAL(X)                                                     \
 	X(sigaction, int, (int, const struct sigaction *, struct sigaction *)) \
 	X(__sigaction, int, (int, const struct sigaction *, struct sigaction *)) \
 	X(signal, sighandler_t, (int, sighandler_t))                           \
@@ -59,7 +77,70 @@
 	X(__sysv_signal, sighandler_t, (int, sighandler_t))                    \
 	X(sigset, sighandler_t, (int, sighandler_t))                           \
 	X(sigignore, int, (int))                                               \
-	X(siginterrupt, int, (int, int))
+	X(siginterrupt, int, (int, int))                                       \
+	X(sigprocmask, int, (int, const sigset_t *, sigset_t *))               \
+	X(pthread_sigmask, int, (int, const sigset_t *, sigset_t *))
+
+/* System calls that take a buffer, for lazy mode (preload/io.c). */
+#define MMF_NEXT_IO(X)                                                         \
+	X(read, ssize_t, (int, void *, size_t))                                \
+	X(write, ssize_t, (int, const void *, size_t))                         \
+	X(pread, ssize_t, (int, void *, size_t, off_t))                        \
+	X(pwrite, ssize_t, (int, const void *, size_t, off_t))                 \
+	X(readv, ssize_t, (int, const struct iovec *, int))                    \
+	X(writev, ssize_t, (int, const struct iovec *, int))                   \
+	X(preadv, ssize_t, (int, const struct iovec *, int, off_t))            \
+	X(pwritev, ssize_t, (int, const struct iovec *, int, off_t))           \
+	X(preadv2, ssize_t, (int, const struct iovec *, int, off_t, int))      \
+	X(pwritev2, ssize_t, (int, const struct iovec *, int, off_t, int))     \
+	X(recv, ssize_t, (int, void *, size_t, int))                           \
+	X(recvfrom, ssize_t, (int, void *, size_t, int, struct sockaddr *, socklen_t *)) \
+	X(recvmsg, ssize_t, (int, struct msghdr *, int))                       \
+	X(recvmmsg, int, (int, struct mmsghdr *, unsigned, int, struct timespec *)) \
+	X(send, ssize_t, (int, const void *, size_t, int))                     \
+	X(sendto, ssize_t, (int, const void *, size_t, int, const struct sockaddr *, socklen_t)) \
+	X(sendmsg, ssize_t, (int, const struct msghdr *, int))                 \
+	X(sendmmsg, int, (int, struct mmsghdr *, unsigned, int))               \
+	X(__read_chk, ssize_t, (int, void *, size_t, size_t))                  \
+	X(__pread_chk, ssize_t, (int, void *, size_t, off_t, size_t))          \
+	X(__recv_chk, ssize_t, (int, void *, size_t, size_t, int))             \
+	X(__recvfrom_chk, ssize_t, (int, void *, size_t, size_t, int, struct sockaddr *, socklen_t *)) \
+	X(open, int, (const char *, int, ...))                                 \
+	X(openat, int, (int, const char *, int, ...))                          \
+	X(__open_2, int, (const char *, int))                                  \
+	X(__openat_2, int, (int, const char *, int))                           \
+	X(fopen, struct _IO_FILE *, (const char *, const char *))              \
+	X(getdents64, ssize_t, (int, void *, size_t))
+
+/* libc calls that hand memory to the kernel themselves, for lazy mode
+ * (preload/stdio.c). */
+#define MMF_NEXT_STDIO(X)                                                      \
+	X(fread, size_t, (void *, size_t, size_t, struct _IO_FILE *))          \
+	X(fread_unlocked, size_t, (void *, size_t, size_t, struct _IO_FILE *)) \
+	X(fwrite, size_t, (const void *, size_t, size_t, struct _IO_FILE *))   \
+	X(fwrite_unlocked, size_t, (const void *, size_t, size_t, struct _IO_FILE *)) \
+	X(fgets, char *, (char *, int, struct _IO_FILE *))                     \
+	X(fgets_unlocked, char *, (char *, int, struct _IO_FILE *))            \
+	X(fgetc, int, (struct _IO_FILE *))                                     \
+	X(getc, int, (struct _IO_FILE *))                                      \
+	X(__uflow, int, (struct _IO_FILE *))                                   \
+	X(getdelim, ssize_t, (char **, size_t *, int, struct _IO_FILE *))      \
+	X(getline, ssize_t, (char **, size_t *, struct _IO_FILE *))            \
+	X(vfscanf, int, (struct _IO_FILE *, const char *, va_list))            \
+	X(__isoc99_vfscanf, int, (struct _IO_FILE *, const char *, va_list))   \
+	X(tzset, void, (void))                                                 \
+	X(localtime, struct tm *, (const time_t *))                            \
+	X(localtime_r, struct tm *, (const time_t *, struct tm *))             \
+	X(mktime, time_t, (struct tm *))                                       \
+	X(ctime, char *, (const time_t *))                                     \
+	X(ctime_r, char *, (const time_t *, char *))
+
+/* Descriptors (preload/fds.c) and the way out (preload/exit.c). */
+#define MMF_NEXT_PROCESS(X)                                                    \
+	X(close, int, (int))                                                   \
+	X(close_range, int, (unsigned, unsigned, int))                         \
+	X(closefrom, void, (int))                                              \
+	X(_exit, void, (int))
 
 struct mmf_next_fns {
 #define X(name, ret, args) ret(*name) args;

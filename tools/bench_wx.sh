@@ -17,7 +17,7 @@
 # Outputs of every run must be identical to the first none run, else FAIL
 # (of the C programs' output, the computed result: their "vma" lines show
 # the VMA layout, which keep and relax change, and their "probe" lines show
-# rwx under relax; tests/unit/check_wx.c compares those where they must
+# rwx under relax; tests/behaviour/check_wx.c compares those where they must
 # not differ).
 #
 # Workloads (BENCH_ONLY takes their names):

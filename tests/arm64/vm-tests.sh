@@ -7,10 +7,11 @@
 #                  CK_RUN_CASE for SUITE:CASE), all but
 #                  "tools" (make install, man pages: host work): the shadow
 #                  map, lazy table, configuration, the kernel-view checks
-#                  (verify), and the behaviour suites that run programs
-#                  under LD_PRELOAD (preload: counts, folio placement, batch,
+#                  (verify), signal chaining (sigchain), and the behaviour
+#                  suites of tests/behaviour/ that run programs under
+#                  LD_PRELOAD (preload: counts, folio placement, batch,
 #                  lazy, shape, the differential walks of tests/preload/
-#                  run.sh; sigchain; wx), on a real arm64 kernel
+#                  run.sh; sigchain_preload; wx), on a real arm64 kernel
 #   folios-*       tests/arm64/folios.c with the 64 KiB mTHP size set to
 #                  "always" and then "madvise", without and with mmfold:
 #                  the kernel's own view (pagemap, kpageflags, hugepages-
@@ -29,7 +30,7 @@
 # "MMFOLD-ARM64-RESULT: N passed, M failed" that the host script reads.
 set -u
 SUITES="map map_fill lazy config verify thp preload:behaviour preload:folio preload:batch preload:lazy
-	preload:shape preload:differential preload:profile sigchain wx"
+	preload:shape preload:differential preload:profile sigchain sigchain_preload wx"
 FOLIO_ARGS="-n 512 -l 64 -h 256 -t 8"
 TIMEOUT_MULT=10
 WALK_SEEDS=6

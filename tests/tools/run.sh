@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Tests of the tools: make install into a staging directory, the public API
 # through pkg-config, the man pages, the launcher (run, report, bench) as
-# installed.  Run by make check (tests/unit/check_tools.c); alone:
+# installed.  Run by make check (tests/behaviour/check_tools.c); alone:
 #
 #   MMFOLD_LIB=$PWD/build/libmmfold.so MMFOLD_BUILD=$PWD/build tests/tools/run.sh
 #

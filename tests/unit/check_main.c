@@ -1,4 +1,6 @@
-/* Runner for the Check unit test suites of mmfold.
+/* Runner for the Check suites of mmfold: the unit suites (tests/unit/) and
+ * the behaviour suites (tests/behaviour/), so one Check summary line ends
+ * make check; make check-unit picks the unit suites with CK_RUN_SUITE.
  *
  * Build and run from the top of the tree:
  *
@@ -30,15 +32,17 @@ static Suite *(*const all_suites[])(void) = {
 	lazy_suite,
 	config_suite,
 	verify_suite,
-	preload_suite,
 	sigchain_suite,
-	tools_suite,
-	wx_suite,
 	thp_suite,
 	dispatch_suite,
 	batch_suite,
 	shape_suite,
 	stats_suite,
+	/* behaviour: programs under LD_PRELOAD */
+	preload_suite,
+	sigchain_preload_suite,
+	tools_suite,
+	wx_suite,
 };
 
 /* Where two outputs first differ: "line N: got 'X', expected 'Y'". */
