@@ -95,9 +95,9 @@ CHECK_LIBS   = $(shell $(PKG_CONFIG) --libs check 2>/dev/null)
 # the unit suites of tests/unit/ (modules linked without LD_PRELOAD) and the
 # behaviour suites of tests/behaviour/ (programs run under LD_PRELOAD).
 UNIT_SRC     := $(wildcard tests/unit/check_*.c) tests/unit/fake_kernel.c
-BEHAVIOUR_SRC := $(wildcard tests/behaviour/check_*.c)
+BEHAVIOUR_SRC := $(wildcard tests/behaviour/check_*.c) tests/behaviour/behaviour.c
 CHECK_SRC    := $(UNIT_SRC) $(BEHAVIOUR_SRC)
-CHECK_HDRS   := tests/unit/suites.h tests/unit/fake_kernel.h
+CHECK_HDRS   := tests/unit/suites.h tests/unit/fake_kernel.h tests/behaviour/behaviour.h
 UNIT_BIN     := $(BUILD)/check_mmfold
 
 $(UNIT_BIN): $(CHECK_SRC) $(ENGINE_SRC) $(HEADERS) $(CHECK_HDRS) | deps-check

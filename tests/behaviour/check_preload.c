@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "behaviour.h"
 #include "suites.h"
 
 static const char *lib, *build;
@@ -25,17 +26,6 @@ struct result {
 	char out[8192], err[8192];
 };
 
-static void slurp(const char *path, char *buf, size_t n)
-{
-	buf[0] = 0;
-	int fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return;
-	ssize_t r = read(fd, buf, n - 1);
-	buf[r > 0 ? r : 0] = 0;
-	close(fd);
-}
-
 /* Runs argv with LD_PRELOAD=lib (unless preload is 0) and extra "K=V"
  * settings on top of a clean MMFOLD_*-free environment. */
 static void run(struct result *res, int preload, const char *const *extra, char *const argv[])
@@ -43,36 +33,9 @@ static void run(struct result *res, int preload, const char *const *extra, char 
 	char out[300], err[300];
 	snprintf(out, sizeof out, "%s/out", tmpdir);
 	snprintf(err, sizeof err, "%s/err", tmpdir);
-	pid_t pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		extern char **environ;
-		char *env[64];
-		int n = 0;
-		char ld[600];
-		for (char **e = environ; *e && n < 40; e++)
-			if (strncmp(*e, "MMFOLD_", 7) && strncmp(*e, "LD_PRELOAD=", 11) &&
-			    strncmp(*e, "CK_", 3))
-				env[n++] = *e;
-		if (preload) {
-			snprintf(ld, sizeof ld, "LD_PRELOAD=%s", lib);
-			env[n++] = ld;
-		}
-		for (; extra && *extra && n < 62; extra++)
-			env[n++] = (char *)*extra;
-		env[n] = NULL;
-		int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int e2 = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		dup2(o, 1);
-		dup2(e2, 2);
-		execve(argv[0], argv, env);
-		_exit(127);
-	}
-	int st;
-	waitpid(pid, &st, 0);
-	res->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	slurp(out, res->out, sizeof res->out);
-	slurp(err, res->err, sizeof res->err);
+	res->status = bh_wait(bh_spawn(lib, preload, extra, argv, out, err));
+	bh_slurp(out, res->out, sizeof res->out);
+	bh_slurp(err, res->err, sizeof res->err);
 }
 
 static char *prog(const char *name)
@@ -82,22 +45,6 @@ static char *prog(const char *name)
 	char *s = p[i++ & 3];
 	snprintf(s, 400, "%s/progs/%s", build, name);
 	return s;
-}
-
-/* The value of "field" inside "kind":{...} of a JSON report, or -1. */
-static long jfield(const char *json, const char *kind, const char *field)
-{
-	char key[80];
-	snprintf(key, sizeof key, "\"%s\":{", kind);
-	const char *k = strstr(json, key);
-	if (!k)
-		return -1;
-	const char *end = strchr(k, '}');
-	snprintf(key, sizeof key, "\"%s\":", field);
-	const char *f = strstr(k, key);
-	if (!f || f > end)
-		return -1;
-	return atol(f + strlen(key));
 }
 
 static void setup(void)
@@ -132,16 +79,16 @@ START_TEST(counts_by_mode)
 		run(&r, 1, env, argv);
 		ck_assert_int_eq(r.status, 0);
 		ck_assert_str_eq(r.out, "noop ok\n");
-		long calls = jfield(r.err, "mprotect", "calls");
-		long skipped = jfield(r.err, "mprotect", "skipped");
-		long fwd = jfield(r.err, "mprotect", "forwarded");
+		long calls = bh_jfield(r.err, "mprotect", "calls");
+		long skipped = bh_jfield(r.err, "mprotect", "skipped");
+		long fwd = bh_jfield(r.err, "mprotect", "forwarded");
 		ck_assert_int_eq(calls, 1002);
 		ck_assert_int_eq(skipped, m == 2 ? 0 : 1000);
 		ck_assert_int_eq(fwd, m == 0 ? 2 : 1002);
-		ck_assert_int_eq(jfield(r.err, "mlock", "skipped"), m == 2 ? 0 : 1);
-		ck_assert_int_eq(jfield(r.err, "munlock", "skipped"), m == 2 ? 0 : 1);
-		ck_assert_int_eq(jfield(r.err, "madvise", "skipped"), m == 2 ? 0 : 1);
-		ck_assert_int_eq(jfield(r.err, "mprotect", "errors"), 0);
+		ck_assert_int_eq(bh_jfield(r.err, "mlock", "skipped"), m == 2 ? 0 : 1);
+		ck_assert_int_eq(bh_jfield(r.err, "munlock", "skipped"), m == 2 ? 0 : 1);
+		ck_assert_int_eq(bh_jfield(r.err, "madvise", "skipped"), m == 2 ? 0 : 1);
+		ck_assert_int_eq(bh_jfield(r.err, "mprotect", "errors"), 0);
 	}
 }
 END_TEST
@@ -154,9 +101,9 @@ START_TEST(unproven_on_foreign_memory)
 	struct result r;
 	run(&r, 1, env, argv);
 	ck_assert_int_eq(r.status, 0);
-	ck_assert_int_eq(jfield(r.err, "mprotect", "skipped"), 0);
-	ck_assert_int_eq(jfield(r.err, "mprotect", "forwarded"), 2);
-	ck_assert_int_eq(jfield(r.err, "mprotect", "unproven"), 1);
+	ck_assert_int_eq(bh_jfield(r.err, "mprotect", "skipped"), 0);
+	ck_assert_int_eq(bh_jfield(r.err, "mprotect", "forwarded"), 2);
+	ck_assert_int_eq(bh_jfield(r.err, "mprotect", "unproven"), 1);
 }
 END_TEST
 
@@ -176,11 +123,11 @@ START_TEST(fork_reports_per_process)
 	snprintf(cmd, sizeof cmd, "cat %s/rep.*.json > %s/all 2>/dev/null", tmpdir, tmpdir);
 	ck_assert_int_eq(system(cmd), 0);
 	snprintf(cmd, sizeof cmd, "%s/all", tmpdir);
-	slurp(cmd, list, sizeof list);
+	bh_slurp(cmd, list, sizeof list);
 	/* two reports: the parent's (3 calls) and the child's (7 calls) */
 	const char *second = strstr(list + 1, "{\"mmfold\"");
 	ck_assert_ptr_nonnull(second);
-	long a = jfield(list, "mprotect", "calls"), b = jfield(second, "mprotect", "calls");
+	long a = bh_jfield(list, "mprotect", "calls"), b = bh_jfield(second, "mprotect", "calls");
 	ck_assert_msg((a == 3 && b == 7) || (a == 7 && b == 3), "calls %ld and %ld", a, b);
 	/* the file name carries the pid written inside */
 	snprintf(cmd, sizeof cmd,
@@ -280,7 +227,7 @@ END_TEST
 static int thp_never(void)
 {
 	char buf[128];
-	slurp("/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof buf);
+	bh_slurp("/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof buf);
 	return !buf[0] || strstr(buf, "[never]") != NULL;
 }
 
@@ -385,7 +332,7 @@ END_TEST
 static int thp_madvise(void)
 {
 	char buf[128];
-	slurp("/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof buf);
+	bh_slurp("/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof buf);
 	return strstr(buf, "[madvise]") != NULL;
 }
 
@@ -454,8 +401,8 @@ START_TEST(folio_commits)
 		ck_assert_msg(strstr(r.out, "reserved: hg 1") && strstr(r.out, "dense commit: hg 1") &&
 				      strstr(r.out, "sparse commit: hg 1") && strstr(r.out, "mprotect commit: hg 1"),
 			      "%s", r.out);
-		ck_assert_msg(jfield(r.err, "events", "thp_advised") == 3 &&
-				      jfield(r.err, "events", "thp_watched") == 0,
+		ck_assert_msg(bh_jfield(r.err, "events", "thp_advised") == 3 &&
+				      bh_jfield(r.err, "events", "thp_watched") == 0,
 			      "%s", r.err);
 	} else {
 		fprintf(stderr, "folio_commits: max_ptes_none is not 511 here (%s): the default case "
@@ -473,9 +420,9 @@ START_TEST(folio_commits)
 		ck_assert_msg(strstr(r.out, "reserved: hg 0") && strstr(r.out, "dense commit: hg 1") &&
 				      strstr(r.out, "sparse commit: hg 0") && strstr(r.out, "mprotect commit: hg 0"),
 			      "max_ptes_none %s:\n%s", lowered[i], r.out);
-		ck_assert_msg(jfield(r.err, "events", "thp_advised") == 1 &&
-				      jfield(r.err, "events", "thp_advised_dense") == 1 &&
-				      jfield(r.err, "events", "thp_watched") == 2,
+		ck_assert_msg(bh_jfield(r.err, "events", "thp_advised") == 1 &&
+				      bh_jfield(r.err, "events", "thp_advised_dense") == 1 &&
+				      bh_jfield(r.err, "events", "thp_watched") == 2,
 			      "%s", r.err);
 	}
 	/* advise: the earlier rule, whatever max_ptes_none says */
@@ -564,25 +511,25 @@ START_TEST(batch_counts)
 	run(&r, 1, env, argv);
 	ck_assert_int_eq(r.status, 0);
 	ck_assert_ptr_nonnull(strstr(r.out, "count: 64 zero, 64 kept"));
-	ck_assert_int_eq(jfield(r.err, "mprotect", "calls"), 64);
-	ck_assert_int_eq(jfield(r.err, "mprotect", "deferred"), 64);
-	ck_assert_int_eq(jfield(r.err, "mprotect", "forwarded"), 1);
-	ck_assert_int_eq(jfield(r.err, "madvise", "deferred"), 64);
+	ck_assert_int_eq(bh_jfield(r.err, "mprotect", "calls"), 64);
+	ck_assert_int_eq(bh_jfield(r.err, "mprotect", "deferred"), 64);
+	ck_assert_int_eq(bh_jfield(r.err, "mprotect", "forwarded"), 1);
+	ck_assert_int_eq(bh_jfield(r.err, "madvise", "deferred"), 64);
 	int pm = pmadv_takes_dontneed();
-	ck_assert_int_eq(jfield(r.err, "madvise", "forwarded"), pm ? 1 : 65);
-	ck_assert_int_eq(jfield(r.err, "events", "batch_process_madvise"), 1);
-	ck_assert_int_eq(jfield(r.err, "events", "batch_madvise_fallbacks"), pm ? 0 : 64);
+	ck_assert_int_eq(bh_jfield(r.err, "madvise", "forwarded"), pm ? 1 : 65);
+	ck_assert_int_eq(bh_jfield(r.err, "events", "batch_process_madvise"), 1);
+	ck_assert_int_eq(bh_jfield(r.err, "events", "batch_madvise_fallbacks"), pm ? 0 : 64);
 	/* process_madvise refused (a seccomp filter, as on kernels before
 	 * 5.10): asked once, then every range alone, all applied */
 	char *nopm[] = {prog("batch"), (char *)"count-nopm", NULL};
 	run(&r, 1, env, nopm);
 	ck_assert_int_eq(r.status, 0);
 	ck_assert_ptr_nonnull(strstr(r.out, "count: 64 zero, 64 kept"));
-	ck_assert_int_eq(jfield(r.err, "madvise", "deferred"), 64);
-	ck_assert_int_eq(jfield(r.err, "madvise", "forwarded"), 65);
-	ck_assert_int_eq(jfield(r.err, "madvise", "errors"), 1);
-	ck_assert_int_eq(jfield(r.err, "events", "batch_process_madvise"), 1);
-	ck_assert_int_eq(jfield(r.err, "events", "batch_madvise_fallbacks"), 64);
+	ck_assert_int_eq(bh_jfield(r.err, "madvise", "deferred"), 64);
+	ck_assert_int_eq(bh_jfield(r.err, "madvise", "forwarded"), 65);
+	ck_assert_int_eq(bh_jfield(r.err, "madvise", "errors"), 1);
+	ck_assert_int_eq(bh_jfield(r.err, "events", "batch_process_madvise"), 1);
+	ck_assert_int_eq(bh_jfield(r.err, "events", "batch_madvise_fallbacks"), 64);
 	/* a write barrier's mprotect inside a batch is made at once when
 	 * mmfold chains SIGSEGV: one fault, as without mmfold */
 	char *wb[] = {prog("batch"), (char *)"barrier", NULL};
@@ -597,8 +544,8 @@ START_TEST(batch_counts)
 	const char *off[] = {"MMFOLD_MODE=off", "MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
 	run(&r, 1, off, argv);
 	ck_assert_int_eq(r.status, 0);
-	ck_assert_int_eq(jfield(r.err, "mprotect", "forwarded"), 64);
-	ck_assert_int_eq(jfield(r.err, "madvise", "forwarded"), 64);
+	ck_assert_int_eq(bh_jfield(r.err, "mprotect", "forwarded"), 64);
+	ck_assert_int_eq(bh_jfield(r.err, "madvise", "forwarded"), 64);
 }
 END_TEST
 
@@ -626,10 +573,10 @@ START_TEST(lazy_diff)
 		ck_assert_msg(r.status == 0 && !strcmp(r.out, ref.out),
 			      "lazy diff seed %d: exit %d, output differs:\n%s\nexpected\n%s", seed,
 			      r.status, r.out, ref.out);
-		deferred += jfield(r.err, "mprotect", "deferred");
-		faults += jfield(r.err, "events", "lazy_faults");
-		cancelled += jfield(r.err, "events", "lazy_cancelled");
-		buffers += jfield(r.err, "events", "lazy_buffers");
+		deferred += bh_jfield(r.err, "mprotect", "deferred");
+		faults += bh_jfield(r.err, "events", "lazy_faults");
+		cancelled += bh_jfield(r.err, "events", "lazy_cancelled");
+		buffers += bh_jfield(r.err, "events", "lazy_buffers");
 	}
 	ck_assert_int_gt(deferred, 300);
 	ck_assert_int_gt(faults, 100);
@@ -651,17 +598,17 @@ START_TEST(lazy_counts)
 	char want_out[64]; /* one per page of the 16 MiB region */
 	snprintf(want_out, sizeof want_out, "loop ok %ld\n", (16L << 20) / sysconf(_SC_PAGESIZE));
 	ck_assert_str_eq(r.out, want_out);
-	ck_assert_int_eq(jfield(r.err, "mprotect", "calls"), 80);
-	ck_assert_int_eq(jfield(r.err, "mprotect", "deferred"), 40);
-	ck_assert_int_eq(jfield(r.err, "events", "lazy_cancelled"), 39);
-	ck_assert_int_le(jfield(r.err, "mprotect", "forwarded"), 1 + 4);
+	ck_assert_int_eq(bh_jfield(r.err, "mprotect", "calls"), 80);
+	ck_assert_int_eq(bh_jfield(r.err, "mprotect", "deferred"), 40);
+	ck_assert_int_eq(bh_jfield(r.err, "events", "lazy_cancelled"), 39);
+	ck_assert_int_le(bh_jfield(r.err, "mprotect", "forwarded"), 1 + 4);
 	char *ml[] = {prog("lazy"), (char *)"mlockloop", (char *)"4", (char *)"100", NULL};
 	run(&r, 1, env, ml);
 	ck_assert_int_eq(r.status, 0);
 	ck_assert_str_eq(r.out, "mlockloop ok\n");
-	ck_assert_int_eq(jfield(r.err, "mlock", "forwarded"), 1);
-	ck_assert_int_eq(jfield(r.err, "munlock", "deferred"), 100);
-	ck_assert_int_eq(jfield(r.err, "munlock", "forwarded"), 1); /* at exit */
+	ck_assert_int_eq(bh_jfield(r.err, "mlock", "forwarded"), 1);
+	ck_assert_int_eq(bh_jfield(r.err, "munlock", "deferred"), 100);
+	ck_assert_int_eq(bh_jfield(r.err, "munlock", "forwarded"), 1); /* at exit */
 	/* fork-only advice waits for the fork: 100 DONTFORK/DOFORK pairs make
 	 * no call, one more DONTFORK one call, made before the fork (the
 	 * child does not get the range) */
@@ -669,16 +616,16 @@ START_TEST(lazy_counts)
 	run(&r, 1, env, fa);
 	ck_assert_int_eq(r.status, 0);
 	ck_assert_str_eq(r.out, "child sees n\nforkadv ok\n");
-	ck_assert_int_eq(jfield(r.err, "madvise", "calls"), 201);
-	ck_assert_int_eq(jfield(r.err, "madvise", "forwarded"), 1);
+	ck_assert_int_eq(bh_jfield(r.err, "madvise", "calls"), 201);
+	ck_assert_int_eq(bh_jfield(r.err, "madvise", "forwarded"), 1);
 	char *fb[] = {prog("lazy"), (char *)"forkadv", (char *)"100", (char *)"0", NULL};
 	run(&r, 1, env, fb);
 	ck_assert_str_eq(r.out, "child sees w\nforkadv ok\n");
-	ck_assert_int_eq(jfield(r.err, "madvise", "forwarded"), 0);
+	ck_assert_int_eq(bh_jfield(r.err, "madvise", "forwarded"), 0);
 	/* the same loops in safe mode make every call */
 	const char *safe[] = {"MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
 	run(&r, 1, safe, loop);
-	ck_assert_int_eq(jfield(r.err, "mprotect", "forwarded"), 80);
+	ck_assert_int_eq(bh_jfield(r.err, "mprotect", "forwarded"), 80);
 }
 END_TEST
 
@@ -702,8 +649,8 @@ START_TEST(lazy_refused)
 	run(&r, 1, env, argv);
 	ck_assert_int_eq(r.status, 0);
 	ck_assert_str_eq(r.out, "first 0 0 probe r\nsecond -1 ENOMEM probe r\n");
-	ck_assert_int_ge(jfield(r.err, "events", "lazy_refused"), 1);
-	ck_assert_int_eq(jfield(r.err, "mprotect", "deferred"), 1);
+	ck_assert_int_ge(bh_jfield(r.err, "events", "lazy_refused"), 1);
+	ck_assert_int_eq(bh_jfield(r.err, "mprotect", "deferred"), 1);
 	ck_assert_msg(strstr(r.err, "failed when made (errno 12); nothing more is deferred") != NULL,
 		      "no log line for the refused promotion:\n%s", r.err);
 	const char *quiet[] = {"MMFOLD_MODE=lazy", NULL};
@@ -749,8 +696,8 @@ START_TEST(lazy_barrier)
 	ck_assert_str_eq(r.out, ref.out);
 	ck_assert_ptr_null(strstr(r.out, "!")); /* no page faulted twice */
 	/* 20 RW promotions of the whole area wait; the handler's 256 do not */
-	ck_assert_int_eq(jfield(r.err, "mprotect", "deferred"), 21);
-	ck_assert_int_eq(jfield(r.err, "events", "signals_chained"), 256);
+	ck_assert_int_eq(bh_jfield(r.err, "mprotect", "deferred"), 21);
+	ck_assert_int_eq(bh_jfield(r.err, "events", "signals_chained"), 256);
 }
 END_TEST
 
@@ -773,9 +720,9 @@ START_TEST(lazy_libc)
 		      "lazyio: exit %d, output differs:\n%s\nexpected\n%s", r.status, r.out, ref.out);
 	/* the promotions waited, and the fresh FILE buffers of fgets, fscanf,
 	 * getline and getc were made after libc's read failed */
-	ck_assert_int_gt(jfield(r.err, "mprotect", "deferred"), 20);
-	ck_assert_int_ge(jfield(r.err, "events", "lazy_io_retried"), 4);
-	ck_assert_int_gt(jfield(r.err, "events", "lazy_buffers"), 0);
+	ck_assert_int_gt(bh_jfield(r.err, "mprotect", "deferred"), 20);
+	ck_assert_int_ge(bh_jfield(r.err, "events", "lazy_io_retried"), 4);
+	ck_assert_int_gt(bh_jfield(r.err, "events", "lazy_buffers"), 0);
 }
 END_TEST
 
@@ -796,7 +743,7 @@ START_TEST(lazy_masked)
 		      r.status, r.out);
 	/* the promotions before the block and after the last unblock (and
 	 * the end of the thread that inherited the mask) waited */
-	ck_assert_int_eq(jfield(r.err, "mprotect", "deferred"), 2);
+	ck_assert_int_eq(bh_jfield(r.err, "mprotect", "deferred"), 2);
 }
 END_TEST
 
@@ -826,15 +773,15 @@ START_TEST(shape_same_pages)
 		ck_assert_msg(r.status == 0, "%s: exit %d\n%s", v, r.status, r.err);
 		ck_assert_msg(!strcmp(r.out, ref.out), "%s: output differs from the run without mmfold:\n%s\n---- expected:\n%s",
 			      v, r.out, ref.out);
-		long tr = jfield(r.err, "events", "shaped_trimmed");
-		long wi = jfield(r.err, "events", "shaped_widened");
-		long fb = jfield(r.err, "events", "shape_fallbacks");
+		long tr = bh_jfield(r.err, "events", "shaped_trimmed");
+		long wi = bh_jfield(r.err, "events", "shaped_widened");
+		long fb = bh_jfield(r.err, "events", "shape_fallbacks");
 		ck_assert_msg(tr >= 0 && wi >= 0 && fb >= 0, "%s: no shaping events in the report:\n%s", v, r.err);
 		if (i == 0)
 			ck_assert_msg(tr == 0 && wi == 0 && fb == 0, "MMFOLD_SHAPE=off shaped: %ld %ld %ld", tr, wi, fb);
 		if (i == 1) {
 			ck_assert_msg(tr >= 4 && wi == 0, "trim: trimmed %ld (want >= 4), widened %ld", tr, wi);
-			ck_assert_msg(jfield(r.err, "events", "shaped_pieces") > tr, "trim never split a call");
+			ck_assert_msg(bh_jfield(r.err, "events", "shaped_pieces") > tr, "trim never split a call");
 		}
 		if (i == 2)
 			ck_assert_msg(wi >= 3 && tr == 0, "widen: widened %ld (want >= 3), trimmed %ld", wi, tr);
@@ -1015,7 +962,7 @@ static const char *profile_run(const char *const *settings)
 	run(&r, 1, env, argv);
 	ck_assert_msg(r.status == 0, "profile exited %d: %s%s", r.status, r.out, r.err);
 	ck_assert_str_eq(r.out, "profile ok\n");
-	slurp(file, pbuf, sizeof pbuf);
+	bh_slurp(file, pbuf, sizeof pbuf);
 	ck_assert_msg(strlen(pbuf) < sizeof pbuf - 1, "report too long for the test's buffer");
 	return pbuf;
 }
@@ -1171,7 +1118,7 @@ START_TEST(profile_complete)
 		kp = strchr(q, '}'); /* a kind's counters hold no object */
 		ck_assert(kp);
 		kp += kp[1] == ',' ? 2 : 1;
-		long c = jfield(json, kind, "calls");
+		long c = bh_jfield(json, kind, "calls");
 		ck_assert_int_ge(c, 0);
 		total += c;
 		const char *s, *e;

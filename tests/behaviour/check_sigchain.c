@@ -18,21 +18,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "behaviour.h"
 #include "suites.h"
 
 static const char *lib, *build;
 static char bdir[400], tmpdir[300];
-
-static void slurp(const char *path, char *buf, size_t n)
-{
-	buf[0] = 0;
-	int fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return;
-	ssize_t r = read(fd, buf, n - 1);
-	buf[r > 0 ? r : 0] = 0;
-	close(fd);
-}
 
 /* Builds the programs once per test case (in the runner process). */
 static void build_progs(void)
@@ -90,36 +80,10 @@ static void run(struct result *res, int preload, const char *const *extra, const
 	snprintf(out, sizeof out, "%s/out", tmpdir);
 	snprintf(err, sizeof err, "%s/err", tmpdir);
 	snprintf(path, sizeof path, "%s/sigchain", bdir);
-	pid_t pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		extern char **environ;
-		char *env[64], ld[600];
-		int n = 0;
-		for (char **e = environ; *e && n < 40; e++)
-			if (strncmp(*e, "MMFOLD_", 7) && strncmp(*e, "LD_PRELOAD=", 11) &&
-			    strncmp(*e, "CK_", 3))
-				env[n++] = *e;
-		if (preload) {
-			snprintf(ld, sizeof ld, "LD_PRELOAD=%s", lib);
-			env[n++] = ld;
-		}
-		for (; extra && *extra && n < 62; extra++)
-			env[n++] = (char *)*extra;
-		env[n] = NULL;
-		int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int e2 = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		dup2(o, 1);
-		dup2(e2, 2);
-		char *argv[] = {path, (char *)what, NULL};
-		execve(path, argv, env);
-		_exit(127);
-	}
-	int st;
-	waitpid(pid, &st, 0);
-	res->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	slurp(out, res->out, sizeof res->out);
-	slurp(err, res->err, sizeof res->err);
+	char *argv[] = {path, (char *)what, NULL};
+	res->status = bh_wait(bh_spawn(lib, preload, extra, argv, out, err));
+	bh_slurp(out, res->out, sizeof res->out);
+	bh_slurp(err, res->err, sizeof res->err);
 }
 
 /* The reference run must contain every string of want; every run with the
@@ -218,7 +182,7 @@ static void run_script(const char *name)
 	}
 	int st;
 	waitpid(pid, &st, 0);
-	slurp(out, r.out, sizeof r.out);
+	bh_slurp(out, r.out, sizeof r.out);
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "tests/preload/run.sh %s:\n%s", name, r.out);
 }
 

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "behaviour.h"
 #include "suites.h"
 
 #define AREAS "4"
@@ -45,27 +46,13 @@ struct res {
 	int saw_rx, saw_rw; /* samples with r-x / rw- over the areas */
 };
 
-static void slurp(const char *path, char *buf, size_t n)
-{
-	buf[0] = 0;
-	int fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return;
-	size_t got = 0;
-	ssize_t r;
-	while (got < n - 1 && (r = read(fd, buf + got, n - 1 - got)) > 0)
-		got += (size_t)r;
-	buf[got] = 0;
-	close(fd);
-}
-
 /* One sample of /proc/pid/maps over [lo,hi). */
 static void sample(pid_t pid, unsigned long lo, unsigned long hi, struct res *r)
 {
 	static char buf[1 << 16];
 	char path[64];
 	snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
-	slurp(path, buf, sizeof buf);
+	bh_slurp(path, buf, sizeof buf);
 	int in = 0, rwx = 0, rwx_in = 0, rx = 0, rw = 0;
 	for (char *l = buf; l && *l;) {
 		char *nl = strchr(l, '\n');
@@ -104,38 +91,21 @@ static void run(struct res *r, int preload, const char *const *extra, const char
 	snprintf(basefile, sizeof basefile, "%s/base", tmpdir);
 	unlink(basefile);
 	memset(r, 0, sizeof *r);
-	pid_t pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		extern char **environ;
-		char *env[64], ld[600], bf[400], progpath[400];
-		char *argv[16];
-		int n = 0, a = 0;
-		for (char **e = environ; *e && n < 40; e++)
-			if (strncmp(*e, "MMFOLD_", 7) && strncmp(*e, "LD_PRELOAD=", 11) &&
-			    strncmp(*e, "CK_", 3))
-				env[n++] = *e;
-		if (preload) {
-			snprintf(ld, sizeof ld, "LD_PRELOAD=%s", lib);
-			env[n++] = ld;
-		}
-		snprintf(bf, sizeof bf, "WXFLIP_BASE_FILE=%s", basefile);
-		env[n++] = bf;
-		for (; extra && *extra && n < 62; extra++)
-			env[n++] = (char *)*extra;
-		env[n] = NULL;
-		snprintf(progpath, sizeof progpath, "%s/progs/%s", build, prog);
-		argv[a++] = progpath;
-		for (; args && *args && a < 15; args++)
-			argv[a++] = (char *)*args;
-		argv[a] = NULL;
-		int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		int e2 = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		dup2(o, 1);
-		dup2(e2, 2);
-		execve(argv[0], argv, env);
-		_exit(127);
-	}
+	char bf[400], progpath[400];
+	const char *env[64];
+	char *argv[16];
+	int n = 0, a = 0;
+	snprintf(bf, sizeof bf, "WXFLIP_BASE_FILE=%s", basefile);
+	env[n++] = bf;
+	for (; extra && *extra && n < 62; extra++)
+		env[n++] = *extra;
+	env[n] = NULL;
+	snprintf(progpath, sizeof progpath, "%s/progs/%s", build, prog);
+	argv[a++] = progpath;
+	for (; args && *args && a < 15; args++)
+		argv[a++] = (char *)*args;
+	argv[a] = NULL;
+	pid_t pid = bh_spawn(lib, preload, env, argv, out, err);
 	unsigned long lo = 0, hi = 0;
 	int st;
 	for (;;) {
@@ -143,33 +113,15 @@ static void run(struct res *r, int preload, const char *const *extra, const char
 			break;
 		if (!lo) {
 			char b[100];
-			slurp(basefile, b, sizeof b);
+			bh_slurp(basefile, b, sizeof b);
 			if (sscanf(b, "%lx %lx", &lo, &hi) != 2)
 				lo = hi = 0;
 		}
 		sample(pid, lo, hi, r);
 	}
 	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	slurp(out, r->out, sizeof r->out);
-	slurp(err, r->err, sizeof r->err);
-}
-
-/* The value of "field" in "kind":{...} (or of an event) of the JSON report. */
-static long jfield(const char *json, const char *kind, const char *field)
-{
-	char key[80];
-	const char *k = json;
-	if (kind) {
-		snprintf(key, sizeof key, "\"%s\":{", kind);
-		k = strstr(json, key);
-		if (!k)
-			return -1;
-	}
-	snprintf(key, sizeof key, "\"%s\":", field);
-	const char *f = strstr(k, key);
-	if (!f || (kind && f > strchr(k, '}')))
-		return -1;
-	return atol(f + strlen(key));
+	bh_slurp(out, r->out, sizeof r->out);
+	bh_slurp(err, r->err, sizeof r->err);
 }
 
 /* out without the lines that start with prefix (the "vma" lines). */
@@ -262,8 +214,8 @@ START_TEST(keep_never_rwx)
 	ck_assert_msg(a.saw_rx && a.saw_rw, "samples r-x %d rw- %d: not sampled during flips",
 		      a.saw_rx, a.saw_rw);
 	ck_assert_msg(a.rwx_any == 0, "%d of %d samples had an rwx mapping", a.rwx_any, a.samples);
-	ck_assert_int_eq(jfield(a.err, NULL, "wx_kept_apart"), 4);
-	ck_assert_int_eq(jfield(a.err, "mprotect", "forwarded"), 1 + (2 * 4000 - 1) * 4 + 2);
+	ck_assert_int_eq(bh_jfield(a.err, NULL, "wx_kept_apart"), 4);
+	ck_assert_int_eq(bh_jfield(a.err, "mprotect", "forwarded"), 1 + (2 * 4000 - 1) * 4 + 2);
 }
 END_TEST
 
@@ -313,8 +265,8 @@ START_TEST(keep_program_advice_wins)
 	without(b.out, "vma", y, sizeof y);
 	ck_assert_str_eq(x, y);
 	ck_assert_msg(strstr(y, "ra 0 sr\nra 1 -\n"), "readahead flags: %s", y);
-	ck_assert_int_eq(jfield(b.err, NULL, "wx_kept_apart"), 3);  /* areas 1, 2, 3 */
-	ck_assert_int_eq(jfield(b.err, NULL, "wx_program_advice"), 2); /* 0 left, 1 given up */
+	ck_assert_int_eq(bh_jfield(b.err, NULL, "wx_kept_apart"), 3);  /* areas 1, 2, 3 */
+	ck_assert_int_eq(bh_jfield(b.err, NULL, "wx_program_advice"), 2); /* 0 left, 1 given up */
 }
 END_TEST
 
@@ -333,10 +285,10 @@ START_TEST(relax_rwx_few_calls)
 	ck_assert_str_eq(line(a.out, "flips", l1, sizeof l1), line(b.out, "flips", l2, sizeof l2));
 	ck_assert_msg(b.rwx_areas > 0, "no rwx mapping over the areas in %d samples", b.samples);
 	ck_assert_msg(strstr(b.out, "rwxp"), "program's maps: %s", b.out);
-	ck_assert_int_eq(jfield(b.err, "mprotect", "calls"), 8 * 3000 + 3);
-	ck_assert_int_eq(jfield(b.err, "mprotect", "forwarded"), 21);
-	ck_assert_int_eq(jfield(b.err, NULL, "wx_relaxed"), 4);
-	ck_assert_int_eq(jfield(a.err, NULL, "wx_relaxed"), -1);
+	ck_assert_int_eq(bh_jfield(b.err, "mprotect", "calls"), 8 * 3000 + 3);
+	ck_assert_int_eq(bh_jfield(b.err, "mprotect", "forwarded"), 21);
+	ck_assert_int_eq(bh_jfield(b.err, NULL, "wx_relaxed"), 4);
+	ck_assert_int_eq(bh_jfield(a.err, NULL, "wx_relaxed"), -1);
 }
 END_TEST
 
@@ -353,10 +305,10 @@ START_TEST(relax_refused_falls_back)
 	ck_assert_msg(a.status == 0 && b.status == 0, "status %d/%d: %s", a.status, b.status, b.err);
 	ck_assert_str_eq(a.out, b.out);
 	ck_assert_int_eq(b.rwx_any, 0);
-	ck_assert_int_eq(jfield(b.err, NULL, "wx_rwx_refused"), 1);
-	ck_assert_int_eq(jfield(b.err, NULL, "wx_relaxed"), 0);
+	ck_assert_int_eq(bh_jfield(b.err, NULL, "wx_rwx_refused"), 1);
+	ck_assert_int_eq(bh_jfield(b.err, NULL, "wx_relaxed"), 0);
 	/* all but the four first RW requests (redundant, skipped as always) */
-	ck_assert_int_eq(jfield(b.err, "mprotect", "forwarded"), 8 * 500 + 3 - 4);
+	ck_assert_int_eq(bh_jfield(b.err, "mprotect", "forwarded"), 8 * 500 + 3 - 4);
 }
 END_TEST
 
@@ -379,13 +331,13 @@ START_TEST(end_relaxation_exact)
 	without(a.out, "vma", x, sizeof x);
 	run(&b, 1, keep, args);
 	ck_assert_int_eq(b.status, 0);
-	ck_assert_int_eq(jfield(b.err, NULL, "wx_kept_apart"), 4);
+	ck_assert_int_eq(bh_jfield(b.err, NULL, "wx_kept_apart"), 4);
 	without(b.out, "vma", y, sizeof y);
 	ck_assert_str_eq(x, y);
 	run(&b, 1, relax, args);
 	ck_assert_int_eq(b.status, 0);
-	ck_assert_int_eq(jfield(b.err, NULL, "wx_relaxed"), 4);
-	ck_assert_int_eq(jfield(b.err, NULL, "wx_relax_ended"), 4);
+	ck_assert_int_eq(bh_jfield(b.err, NULL, "wx_relaxed"), 4);
+	ck_assert_int_eq(bh_jfield(b.err, NULL, "wx_relax_ended"), 4);
 	without(b.out, "vma", y, sizeof y);
 	ck_assert_str_eq(x, y);
 	ck_assert_msg(!strstr(b.out, "rwx"), "rwx left after the relaxations ended:\n%s", b.out);
@@ -401,7 +353,7 @@ START_TEST(keep_alternating_areas)
 	const char *args[] = {AREAS, "2000", "interleave", NULL};
 	const char *env[] = {"MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
 	off_and(env, args);
-	ck_assert_int_eq(jfield(b.err, NULL, "wx_kept_apart"), 4);
+	ck_assert_int_eq(bh_jfield(b.err, NULL, "wx_kept_apart"), 4);
 	ck_assert_msg(strstr(b.out, "vma count 4\n"), "areas not kept apart:\n%s", b.out);
 	ck_assert_int_eq(b.rwx_any, 0);
 }
@@ -425,14 +377,14 @@ START_TEST(window_keep_never_rwx)
 	ck_assert_msg(a.saw_rx && a.saw_rw, "samples r-x %d rw- %d: not sampled during flips",
 		      a.saw_rx, a.saw_rw);
 	ck_assert_msg(a.rwx_any == 0, "%d of %d samples had an rwx mapping", a.rwx_any, a.samples);
-	ck_assert_int_eq(jfield(a.err, NULL, "wx_window_regions"), 2);
-	ck_assert_int_eq(jfield(a.err, NULL, "wx_window_flips"), 2 * 6000);
-	ck_assert_int_ge(jfield(a.err, NULL, "wx_windows_kept"), 2);
-	ck_assert_int_eq(jfield(a.err, NULL, "wx_kept_apart"), 0);
+	ck_assert_int_eq(bh_jfield(a.err, NULL, "wx_window_regions"), 2);
+	ck_assert_int_eq(bh_jfield(a.err, NULL, "wx_window_flips"), 2 * 6000);
+	ck_assert_int_ge(bh_jfield(a.err, NULL, "wx_windows_kept"), 2);
+	ck_assert_int_eq(bh_jfield(a.err, NULL, "wx_kept_apart"), 0);
 	run(&b, 1, wxoff, args);
 	ck_assert_int_eq(b.status, 0);
-	ck_assert_int_eq(jfield(b.err, NULL, "wx_window_flips"), 0);
-	ck_assert_int_eq(jfield(a.err, "mprotect", "forwarded"), jfield(b.err, "mprotect", "forwarded"));
+	ck_assert_int_eq(bh_jfield(b.err, NULL, "wx_window_flips"), 0);
+	ck_assert_int_eq(bh_jfield(a.err, "mprotect", "forwarded"), bh_jfield(b.err, "mprotect", "forwarded"));
 	same_view(a.out, b.out);
 }
 END_TEST
@@ -476,11 +428,11 @@ START_TEST(window_program_advice_wins)
 	prog = "yjitflip";
 	off_and(env, args);
 	ck_assert_str_eq(line(b.out, "ra ", l, sizeof l), "ra sr");
-	ck_assert_int_eq(jfield(b.err, NULL, "wx_program_advice"), 1);
-	ck_assert_int_eq(jfield(b.err, NULL, "wx_window_regions"), 2);
+	ck_assert_int_eq(bh_jfield(b.err, NULL, "wx_program_advice"), 1);
+	ck_assert_int_eq(bh_jfield(b.err, NULL, "wx_window_regions"), 2);
 	/* after the advice only the outlined block's RX calls count */
-	ck_assert_int_lt(jfield(b.err, NULL, "wx_window_flips"), 2 * 3000);
-	ck_assert_int_gt(jfield(b.err, NULL, "wx_window_flips"), 3000);
+	ck_assert_int_lt(bh_jfield(b.err, NULL, "wx_window_flips"), 2 * 3000);
+	ck_assert_int_gt(bh_jfield(b.err, NULL, "wx_window_flips"), 3000);
 }
 END_TEST
 
@@ -498,7 +450,7 @@ START_TEST(keep_full_table)
 	prog = "yjitflip";
 	off_and(env, args);
 	ck_assert_int_eq(b.rwx_any, 0);
-	long kept = jfield(b.err, NULL, "wx_kept_apart");
+	long kept = bh_jfield(b.err, NULL, "wx_kept_apart");
 	ck_assert_msg(kept > 64, "wx_kept_apart %ld: no kept area was given up", kept);
 	int n = atoi(line(b.out, "vma count", l, sizeof l) + 10);
 	ck_assert_msg(n > 1 && n <= 1 + 2 * 64, "vma count %d", n);
@@ -518,13 +470,13 @@ START_TEST(window_relax_exact)
 	prog = "yjitflip";
 	off_and(env, args);
 	ck_assert_msg(b.rwx_areas > 0, "no rwx mapping over the blocks in %d samples", b.samples);
-	long calls = jfield(b.err, "mprotect", "calls"), fwd = jfield(b.err, "mprotect", "forwarded");
+	long calls = bh_jfield(b.err, "mprotect", "calls"), fwd = bh_jfield(b.err, "mprotect", "forwarded");
 	ck_assert_msg(calls > 4 * 6000 && fwd < calls / 50, "%ld of %ld mprotect calls forwarded", fwd,
 		      calls);
-	long relaxed = jfield(b.err, NULL, "wx_relaxed");
+	long relaxed = bh_jfield(b.err, NULL, "wx_relaxed");
 	ck_assert_msg(relaxed >= 5, "wx_relaxed %ld", relaxed);
-	ck_assert_int_eq(jfield(b.err, NULL, "wx_relax_ended"), relaxed);
-	ck_assert_int_ge(jfield(b.err, NULL, "wx_window_flips"), 2 * 6000);
+	ck_assert_int_eq(bh_jfield(b.err, NULL, "wx_relax_ended"), relaxed);
+	ck_assert_int_ge(bh_jfield(b.err, NULL, "wx_window_flips"), 2 * 6000);
 	const char *tail = strstr(b.out, "end mprotect RX across hole");
 	ck_assert_msg(tail && !strstr(tail, "rwx"), "rwx left after the relaxations ended:\n%s", b.out);
 }
