@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "stats.h"
 #include "suites.h"
 
@@ -115,6 +116,37 @@ START_TEST(report_names_documented)
 }
 END_TEST
 
+/* The launcher's choices (tools/mmfold: --mode, --thp, --stats-format)
+ * are the library's (src/config.h's lists, the one source of the names):
+ * "choices=[\"a\", \"b\"]" after the flag equals "a|b". */
+static void launcher_choices(const char *launcher, const char *flag, const char *want)
+{
+	char key[64], got[256] = "";
+	snprintf(key, sizeof key, "\"%s\", choices=[", flag);
+	const char *p = strstr(launcher, key);
+	ck_assert_msg(p != NULL, "tools/mmfold: no %s with choices", flag);
+	p += strlen(key);
+	const char *end = strchr(p, ']');
+	ck_assert_ptr_nonnull(end);
+	for (; p < end; p++) {
+		if (*p == '"' || *p == ' ')
+			continue;
+		char c[2] = {*p == ',' ? '|' : *p, 0};
+		strncat(got, c, sizeof got - strlen(got) - 1);
+	}
+	ck_assert_msg(!strcmp(got, want), "tools/mmfold %s offers %s, the library %s", flag, got, want);
+}
+
+START_TEST(launcher_choices_from_library)
+{
+	char *launcher = slurp("tools/mmfold");
+	launcher_choices(launcher, "--mode", MMF_CHOICES(MMF_MODES));
+	launcher_choices(launcher, "--thp", MMF_CHOICES(MMF_THPS));
+	launcher_choices(launcher, "--stats-format", MMF_CHOICES(MMF_FMTS));
+	free(launcher);
+}
+END_TEST
+
 Suite *tools_suite(void)
 {
 	Suite *s = suite_create("tools");
@@ -124,6 +156,7 @@ Suite *tools_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("docs");
 	tcase_add_test(tc, report_names_documented);
+	tcase_add_test(tc, launcher_choices_from_library);
 	suite_add_tcase(s, tc);
 	return s;
 }
