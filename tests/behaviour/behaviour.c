@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -75,4 +76,18 @@ long bh_jfield(const char *json, const char *kind, const char *field)
 	if (!f || (kind && f > strchr(k, '}')))
 		return -1;
 	return atol(f + strlen(key));
+}
+
+void bh_tmpdir(char *dir, size_t n, const char *tag)
+{
+	snprintf(dir, n, "/tmp/mmfold-%s.%d", tag, (int)getpid());
+	mkdir(dir, 0700);
+}
+
+void bh_rmdir(const char *dir)
+{
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
 }

@@ -24,4 +24,9 @@ int bh_wait(pid_t pid);
  * the first "field" anywhere), or -1. */
 long bh_jfield(const char *json, const char *kind, const char *field);
 
+/* A fresh directory /tmp/mmfold-<tag>.<pid> for a test's files, into dir;
+ * bh_rmdir removes it and what it holds. */
+void bh_tmpdir(char *dir, size_t n, const char *tag);
+void bh_rmdir(const char *dir);
+
 #endif

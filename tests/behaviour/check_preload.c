@@ -53,17 +53,10 @@ static void setup(void)
 	build = getenv("MMFOLD_BUILD");
 	ck_assert_msg(lib && build, "MMFOLD_LIB and MMFOLD_BUILD must be set (make check does)");
 	ck_assert_msg(access(lib, R_OK) == 0, "no library at %s", lib);
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/mmfold-check.%d", (int)getpid());
-	mkdir(tmpdir, 0700);
+	bh_tmpdir(tmpdir, sizeof tmpdir, "check");
 }
 
-static void teardown(void)
-{
-	char cmd[300];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", tmpdir);
-}
+static void teardown(void) { bh_rmdir(tmpdir); }
 
 /* Exact counts: 1000 redundant mprotects are skipped in safe mode, counted
  * as skippable but forwarded in observe mode, and forwarded in off mode. */

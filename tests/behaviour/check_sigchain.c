@@ -55,17 +55,10 @@ static void setup(void)
 {
 	ck_assert_msg(lib && build, "MMFOLD_LIB and MMFOLD_BUILD must be set (make check does)");
 	ck_assert_msg(bdir[0], "could not build tests/preload/sigchain.c");
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/mmfold-sigchain.%d", (int)getpid());
-	mkdir(tmpdir, 0700);
+	bh_tmpdir(tmpdir, sizeof tmpdir, "sigchain");
 }
 
-static void teardown(void)
-{
-	char cmd[400];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", tmpdir);
-}
+static void teardown(void) { bh_rmdir(tmpdir); }
 
 struct result {
 	int status;

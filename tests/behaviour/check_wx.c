@@ -187,18 +187,11 @@ static void setup(void)
 	lib = getenv("MMFOLD_LIB");
 	build = getenv("MMFOLD_BUILD");
 	ck_assert_msg(lib && build, "MMFOLD_LIB and MMFOLD_BUILD must be set (make check does)");
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/mmfold-check-wx.%d", (int)getpid());
+	bh_tmpdir(tmpdir, sizeof tmpdir, "check-wx");
 	prog = "wxflip";
-	mkdir(tmpdir, 0700);
 }
 
-static void teardown(void)
-{
-	char cmd[300];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", tmpdir);
-}
+static void teardown(void) { bh_rmdir(tmpdir); }
 
 
 /* Keep: sampled from another process while the areas flip, no mapping is
