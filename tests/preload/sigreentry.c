@@ -23,6 +23,7 @@
 #define CH 4       /* chunks per region */
 #define CHPG 4     /* pages per chunk */
 #define ITER 60000 /* main-loop iterations per phase */
+#define ITER_MAX (200L * ITER) /* at most, while no handler has run */
 
 static uintptr_t A, B;
 static volatile int lastA[CH], lastB[CH];
@@ -79,7 +80,11 @@ static long main_loop(uint64_t seed)
 {
 	long bad = 0;
 	uint64_t s = seed;
-	for (int i = 0; i < ITER; i++) {
+	/* ITER iterations, and on until the handler has run at least once
+	 * (on a loaded machine, or under emulation, the sender thread or the
+	 * timer may not have fired yet: "handler ran NO" then said nothing
+	 * about mmfold); ITER_MAX bounds a signal that never comes. */
+	for (long i = 0; i < ITER || (nsig == 0 && i < ITER_MAX); i++) {
 		int c = (int)rnd(&s, 3); /* chunks 0-2; 3 is the shared one */
 		uintptr_t a = chunk(B, c);
 		int prot = rnd(&s, 2) ? PROT_READ : PROT_READ | PROT_WRITE;
@@ -109,7 +114,7 @@ static long main_loop(uint64_t seed)
 			break;
 		}
 		if (lastB[c] & PROT_WRITE)
-			*(volatile int *)(a + PG) = i; /* must not fault */
+			*(volatile int *)(a + PG) = (int)i; /* must not fault */
 		progress++;
 	}
 	return bad;
