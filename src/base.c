@@ -56,10 +56,9 @@ uint64_t mmf_ticks_to_ns(uint64_t ticks)
 
 /* ---- logging ------------------------------------------------------------ */
 
-void mmf_log(int level, const char *line)
+/* One line on stderr, in one write (no stdio). */
+static void put_line(const char *line)
 {
-	if (level > cfg.v[MMF_OPT_LOG])
-		return;
 	char buf[600];
 	MMF_BUF(b, buf);
 	mmf_puts(&b, line);
@@ -67,17 +66,18 @@ void mmf_log(int level, const char *line)
 	mmf_sys_write_all(2, b.p, b.len);
 }
 
+void mmf_log(int level, const char *line)
+{
+	if (level <= cfg.v[MMF_OPT_LOG])
+		put_line(line);
+}
+
 static int warned;
 void config_warn(const char *line, void *arg)
 {
 	(void)arg;
-	if (warned++ >= 16)
-		return;
-	char buf[600];
-	MMF_BUF(b, buf);
-	mmf_puts(&b, line);
-	mmf_putc(&b, '\n');
-	mmf_sys_write_all(2, b.p, b.len);
+	if (warned++ < 16)
+		put_line(line);
 }
 
 int mmf_mode(void) { return mode; }
