@@ -27,7 +27,7 @@
 # Env: MMFOLD_LIB, ARM64_BUILD, ARM64_CC (aarch64-linux-gnu-gcc),
 #      ARM64_VM_KERNELS, ARM64_VM_QEMU (qemu-system-aarch64), ARM64_VM_SMP
 #      (2), ARM64_VM_MEM (MiB, 2048), ARM64_VM_TIMEOUT (seconds per VM,
-#      1500), ARM64_VM_SUITES (the Check suites run in the VM; default all
+#      1800), ARM64_VM_SUITES (the Check suites run in the VM; default all
 #      but tools; "none": no suite), ARM64_VM_FOLIOS (0: no folio test),
 #      ARM64_VM_REPEAT ("NAME:N ...": tests/preload/run.sh NAME N times
 #      after the suites, none by default), ARM64_VM_FOLIO_ARGS
@@ -46,7 +46,7 @@ KERNELS=${ARM64_VM_KERNELS:-arm64 arm64-16k}
 QEMU=${ARM64_VM_QEMU:-qemu-system-aarch64}
 SMP=${ARM64_VM_SMP:-2}
 MEM=${ARM64_VM_MEM:-2048}
-VM_TIMEOUT=${ARM64_VM_TIMEOUT:-1500}
+VM_TIMEOUT=${ARM64_VM_TIMEOUT:-1800}
 VM=$ARM64_BUILD/vm
 DEBS=$VM/debs
 MULTIARCH=(/lib/aarch64-linux-gnu /usr/lib/aarch64-linux-gnu)

@@ -42,6 +42,9 @@ export WALK_SEEDS
 # A program of tests/preload/run.sh runs 30 to 100 times slower here than
 # on the host (TCG on a loaded 2-core machine): 300 s each, not 90.
 export RUN_TIMEOUT=300
+# The write-barrier test under MMFOLD_BARRIER=uffd: 4 runs, not 50 (one
+# run takes about 1 s on the host, 30 s or more here).
+export BARRIER_UFFD_RUNS=4
 export MMFOLD_LIB=/mmfold/build/libmmfold.so MMFOLD_BUILD=/mmfold/build TESTS_PREBUILT=1
 export CK_DEFAULT_TIMEOUT=300 CK_TIMEOUT_MULTIPLIER=$TIMEOUT_MULT
 B=/mmfold/build
@@ -86,6 +89,8 @@ for r in $REPEAT; do
 		log=$OUT/repeat-$name-$i.log
 		BUILD=$B/tests timeout -k 10 600 tests/preload/run.sh "$name" >"$log" 2>&1
 		rc=$?
+		# what did not run here and why (a SKIP passes), what the barrier did
+		grep -E '^(SKIP |uffd mode: )' "$log" | sort -u | sed 's/^/# /'
 		if [ $rc = 0 ]; then
 			ok "repeat-$name-$i"
 		else

@@ -142,7 +142,9 @@ exit_of() { sed -n 's/^## exit //p' "$1"; }
 UFFD_MODE= UFFD_WHY=
 uffd_probe() {
 	local f=$OUT/uffd-probe
-	run "$f" uffd env MMFOLD_STATS_FILE="$f.json" true
+	# a program of ours: true may be static (busybox in the arm64 VM),
+	# which never loads the library and writes no report
+	run "$f" uffd env MMFOLD_STATS_FILE="$f.json" "$BUILD/uffd" probe
 	if grep -q '"barrier":{"uffd":true' "$f.json" 2>/dev/null; then
 		UFFD_MODE=uffd
 	else
