@@ -1,4 +1,5 @@
-/* close, close_range and closefrom, for MMFOLD_BARRIER=uffd: the write
+/* close, close_range and closefrom (and syscall() with their numbers,
+ * through mmf_fds_syscall), for MMFOLD_BARRIER=uffd: the write
  * barrier's descriptors (its userfaultfd, its /proc/self/maps) are
  * mmfold's.  Closed, the kernel would drop every write-protection at once
  * and silently: a collector would miss writes.  The program never opened
@@ -126,4 +127,27 @@ MMF_EXPORT void closefrom(int lowfd)
 		mmf_next.closefrom(lowfd);
 	else
 		mmf_sys6(SYS_close_range, lowfd, ~0U, 0, 0, 0, 0);
+}
+
+/* syscall(SYS_close, fd) and syscall(SYS_close_range, ...) from
+ * preload/syscall.c: the wrappers' answers while the barrier holds
+ * descriptors (the raw system call, from code that does not go through
+ * libc, is beyond reach: README.md, "Write barriers"). */
+long mmf_fds_syscall(long nr, const long *a, int *done)
+{
+	*done = 0;
+	if (__atomic_load_n(&mmf_barrier_fds[0], __ATOMIC_RELAXED) < 0 &&
+	    __atomic_load_n(&mmf_barrier_fds[1], __ATOMIC_RELAXED) < 0)
+		return 0;
+	if (nr == SYS_close) {
+		*done = 1;
+		return close_slow((int)a[0]);
+	}
+	if (nr == SYS_close_range) {
+		*done = 1;
+		if ((unsigned)a[0] > (unsigned)a[1])
+			return range_next((unsigned)a[0], (unsigned)a[1], (int)a[2]);
+		return range_around((unsigned)a[0], (unsigned)a[1], (int)a[2]);
+	}
+	return 0;
 }

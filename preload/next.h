@@ -44,6 +44,11 @@ long mmf_rt_sigaction_syscall(const long *a, int *done);
 /* After an rt_sigaction that went to the kernel (see sigchain.h). */
 void mmf_rt_sigaction_after(long sig, long act, int was_claimed);
 
+/* syscall(SYS_close / SYS_close_range, a[0..2]) while the write barrier
+ * holds descriptors (preload/fds.c): *done = 0 when the call must go on as
+ * any other; else the libc-style result (-1 and errno). */
+long mmf_fds_syscall(long nr, const long *a, int *done);
+
 /* Loads libunwind for the call-site profile when MMFOLD_PROFILE > 0
  * (unwind.c); from the constructor. */
 void mmf_unwind_load(void);

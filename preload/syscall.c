@@ -1,5 +1,7 @@
 /* syscall(): the memory-management numbers take the same path as their
- * libc wrappers; everything else goes straight to the next syscall(). */
+ * libc wrappers, and so do close and close_range while the write barrier
+ * holds descriptors (fds.c); everything else goes straight to the next
+ * syscall(). */
 #include <stdarg.h>
 #include <sys/syscall.h>
 
@@ -55,6 +57,12 @@ MMF_EXPORT long syscall(long nr, ...)
 	int flags, k = kind_of(nr, &flags);
 	if (k < 0) {
 		long r;
+		if (nr == SYS_close || nr == SYS_close_range) {
+			int done;
+			r = mmf_fds_syscall(nr, a, &done);
+			if (done)
+				return r;
+		}
 		if (mmf_next.syscall)
 			r = mmf_next.syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 		else

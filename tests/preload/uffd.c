@@ -304,7 +304,19 @@ static void semantics(void)
 	pages("after close_range(UNSHARE)", m, 3);
 	munmap(m, NP * PG);
 	m = fresh();
+	/* through libc's syscall(), as some programs close their descriptors */
+	rc("syscall(SYS_close_range, 3, ~0U, 0)", (int)syscall(SYS_close_range, 3, ~0U, 0));
+	pages("after syscall(SYS_close_range)", m, 3);
+	munmap(m, NP * PG);
+	m = fresh();
 	int failed = 0;
+	for (int fd = 3; fd < 1 << 16; fd++)
+		failed += syscall(SYS_close, fd) != 0 && errno == EBADF;
+	printf("syscall(SYS_close, 3..65535): %d EBADF\n", failed);
+	pages("after syscall(SYS_close)", m, 3);
+	munmap(m, NP * PG);
+	m = fresh();
+	failed = 0;
 	for (int fd = 3; fd < 1 << 16; fd++)
 		failed += close(fd) != 0 && errno == EBADF;
 	printf("close(3..65535): %d EBADF\n", failed);
