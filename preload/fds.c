@@ -139,15 +139,23 @@ long mmf_fds_syscall(long nr, const long *a, int *done)
 	if (__atomic_load_n(&mmf_barrier_fds[0], __ATOMIC_RELAXED) < 0 &&
 	    __atomic_load_n(&mmf_barrier_fds[1], __ATOMIC_RELAXED) < 0)
 		return 0;
-	if (nr == SYS_close) {
+	/* only calls that reach mmfold's descriptors are answered here; the
+	 * others go on to the next syscall() as they were (libc's close()
+	 * would add a cancellation point that syscall() does not have) */
+	if (nr == SYS_close && ours(a[0])) {
 		*done = 1;
-		return close_slow((int)a[0]);
+		errno = EBADF;
+		return -1;
 	}
-	if (nr == SYS_close_range) {
-		*done = 1;
-		if ((unsigned)a[0] > (unsigned)a[1])
-			return range_next((unsigned)a[0], (unsigned)a[1], (int)a[2]);
-		return range_around((unsigned)a[0], (unsigned)a[1], (int)a[2]);
+	unsigned first = (unsigned)a[0], last = (unsigned)a[1];
+	if (nr == SYS_close_range && first <= last) {
+		for (int i = 0; i < 2; i++) {
+			int fd = __atomic_load_n(&mmf_barrier_fds[i], __ATOMIC_RELAXED);
+			if (fd >= 0 && (unsigned)fd >= first && (unsigned)fd <= last) {
+				*done = 1;
+				return range_around(first, last, (int)a[2]);
+			}
+		}
 	}
 	return 0;
 }
