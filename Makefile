@@ -33,7 +33,8 @@ ENGINE_SRC  := src/sys.c src/map.c src/mapread.c src/fast.c src/fmt.c src/config
 	       src/sigrestore.S src/profile.c src/shape.c src/wxtab.c src/wx.c src/live.c src/thp.c src/barrier.c src/barrierbits.c src/barrieropen.c
 PRELOAD_SRC := preload/next.c preload/init.c preload/mman.c preload/madvise.c \
 	       preload/mlock.c preload/misc.c preload/syscall.c preload/batch.c preload/signal.c \
-	       preload/io.c preload/stdio.c preload/scanf.c preload/sigmask.c preload/unwind.c preload/exit.c preload/fds.c
+	       preload/io.c preload/stdio.c preload/scanf.c preload/sigmask.c preload/unwind.c preload/exit.c preload/fds.c \
+	       preload/fork.c
 HEADERS     := $(wildcard src/*.h preload/*.h include/*.h)
 LIB         := $(BUILD)/libmmfold.so
 

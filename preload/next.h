@@ -49,6 +49,11 @@ void mmf_rt_sigaction_after(long sig, long act, int was_claimed);
  * any other; else the libc-style result (-1 and errno). */
 long mmf_fds_syscall(long nr, const long *a, int *done);
 
+/* syscall(SYS_clone / SYS_fork, a[0..5]) that makes a copy of the
+ * process (preload/fork.c): runs fork()'s handlers around it; *done = 0
+ * for any other call. */
+long mmf_fork_syscall(long nr, const long *a, int *done);
+
 /* Loads libunwind for the call-site profile when MMFOLD_PROFILE > 0
  * (unwind.c); from the constructor. */
 void mmf_unwind_load(void);

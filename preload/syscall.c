@@ -1,6 +1,7 @@
 /* syscall(): the memory-management numbers take the same path as their
  * libc wrappers, and so do close and close_range while the write barrier
- * holds descriptors (fds.c); everything else goes straight to the next
+ * holds descriptors (fds.c) and the clones that copy the process
+ * (fork.c); everything else goes straight to the next
  * syscall(). */
 #include <stdarg.h>
 #include <sys/syscall.h>
@@ -60,6 +61,11 @@ MMF_EXPORT long syscall(long nr, ...)
 		if (nr == SYS_close || nr == SYS_close_range) {
 			int done;
 			r = mmf_fds_syscall(nr, a, &done);
+			if (done)
+				return r;
+		} else {
+			int done;
+			r = mmf_fork_syscall(nr, a, &done);
 			if (done)
 				return r;
 		}

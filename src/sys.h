@@ -135,12 +135,15 @@ struct _IO_FILE;
 	X(ctime, char *, (const time_t *))                                     \
 	X(ctime_r, char *, (const time_t *, char *))
 
-/* Descriptors (preload/fds.c) and the way out (preload/exit.c). */
+/* Descriptors (preload/fds.c), the way out (preload/exit.c) and the
+ * processes made without fork()'s handlers (preload/fork.c). */
 #define MMF_NEXT_PROCESS(X)                                                    \
 	X(close, int, (int))                                                   \
 	X(close_range, int, (unsigned, unsigned, int))                         \
 	X(closefrom, void, (int))                                              \
-	X(_exit, void, (int))
+	X(_exit, void, (int))                                                  \
+	X(clone, int, (int (*)(void *), void *, int, void *, ...))             \
+	X(_Fork, pid_t, (void))
 
 struct mmf_next_fns {
 #define X(name, ret, args) ret(*name) args;

@@ -45,6 +45,8 @@ export RUN_TIMEOUT=300
 # The write-barrier test under MMFOLD_BARRIER=uffd: 4 runs, not 50 (one
 # run takes about 1 s on the host, 30 s or more here).
 export BARRIER_UFFD_RUNS=4
+# The clonefork test: 5 children per way, not 30.
+export CLONEFORK_ROUNDS=5
 export MMFOLD_LIB=/mmfold/build/libmmfold.so MMFOLD_BUILD=/mmfold/build TESTS_PREBUILT=1
 export CK_DEFAULT_TIMEOUT=300 CK_TIMEOUT_MULTIPLIER=$TIMEOUT_MULT
 B=/mmfold/build

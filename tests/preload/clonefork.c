@@ -1,0 +1,183 @@
+/* Children made without fork()'s handlers, while other threads change
+ * protections.  clone() without CLONE_VM (Chromium's zygote), _Fork(),
+ * syscall(SYS_clone) and syscall(SYS_fork) copy the calling thread at any
+ * moment: another thread may be inside mmfold's writer section then.  Each
+ * child changes and probes protections of its own copy (a page made
+ * read-only must fault on write, made writable again must not; a page the
+ * parent made read-only before must fault: with MMFOLD_BARRIER=uffd it is
+ * write-protected by userfaultfd in the parent, which the child does not
+ * inherit) and exits with a code that says what it found.  The parent
+ * waits at most CHILD_WAIT_S for each child and kills one that does not
+ * finish (before the fix: 48 of 50 clone() children hung in safe mode).
+ * fork() runs as the control.
+ *
+ *   clonefork [ROUNDS]   (default 30 children per way)
+ *
+ * Output (identical with and without mmfold): per way, the children made,
+ * those that exited 0, those that hung, those that found a wrong state. */
+#include "common.h"
+#include "fault.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#define TOGGLERS 3 /* more threads than the machine's two cores */
+#define CHILD_WAIT_S 20
+
+static char *area;      /* TOGGLERS + 4 pages */
+static volatile int stop;
+
+static void *toggler(void *p)
+{
+	char *pg = area + (uintptr_t)p * PG;
+	while (!stop) {
+		mprotect(pg, PG, PROT_READ);
+		mprotect(pg, PG, PROT_READ | PROT_WRITE);
+	}
+	return NULL;
+}
+
+/* The child's work: no stdio, no malloc (a clone may copy libc's locks
+ * held).  Returns the exit code: 0, or the first check that failed. */
+static int child_checks(void)
+{
+	char *own = area + TOGGLERS * PG;        /* read-write in the parent */
+	char *ro = area + (TOGGLERS + 1) * PG;   /* read-only in the parent */
+	if (mprotect(own, PG, PROT_READ) != 0)
+		return 2;
+	if (fg_rewrite(own) != 'a')
+		return 3;
+	if (mprotect(own, PG, PROT_READ | PROT_WRITE) != 0)
+		return 4;
+	if (fg_rewrite(own) != 0)
+		return 5;
+	if (fg_rewrite(ro) != 'a')
+		return 6;
+	if (mprotect(ro, PG, PROT_READ) != 0) /* changes nothing */
+		return 7;
+	if (fg_rewrite(ro) != 'a')
+		return 8;
+	if (mprotect(ro, PG, PROT_READ | PROT_WRITE) != 0 || fg_rewrite(ro) != 0)
+		return 9;
+	/* the togglers' pages: whatever the moment of the copy, a page made
+	 * read-only here is read-only */
+	for (int i = 0; i < TOGGLERS; i++) {
+		char *pg = area + i * PG;
+		if (mprotect(pg, PG, PROT_READ) != 0 || fg_rewrite(pg) != 'a')
+			return 10;
+		if (mprotect(pg, PG, PROT_READ | PROT_WRITE) != 0 || fg_rewrite(pg) != 0)
+			return 11;
+	}
+	return 0;
+}
+
+static int clone_child(void *arg)
+{
+	(void)arg;
+	_exit(child_checks());
+}
+
+enum way { W_FORK, W_CLONE, W_CLONE_VFORK, W_FORK_, W_SYS_CLONE, W_SYS_FORK, W_N };
+static const char *const names[W_N] = {"fork", "clone", "clone-vfork", "_Fork",
+					"syscall-clone", "syscall-fork"};
+
+static char cstack[1 << 16] __attribute__((aligned(16)));
+
+static pid_t make(enum way w)
+{
+	pid_t p = -1;
+	switch (w) {
+	case W_FORK: p = fork(); break;
+	case W_CLONE: return clone(clone_child, cstack + sizeof cstack, SIGCHLD, NULL);
+	case W_CLONE_VFORK:
+		return clone(clone_child, cstack + sizeof cstack, CLONE_VFORK | SIGCHLD, NULL);
+	case W_FORK_: p = _Fork(); break;
+	case W_SYS_CLONE: p = (pid_t)syscall(SYS_clone, SIGCHLD, 0L, 0L, 0L, 0L); break;
+	case W_SYS_FORK:
+#ifdef SYS_fork
+		p = (pid_t)syscall(SYS_fork);
+#endif
+		break;
+	default: break;
+	}
+	if (p == 0)
+		_exit(child_checks());
+	return p;
+}
+
+/* 0 exited 0, 1 hung (killed), 2 exited otherwise. */
+static int reap(pid_t p)
+{
+	int st;
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		pid_t r = waitpid(p, &st, WNOHANG);
+		if (r == p)
+			break;
+		if (r < 0)
+			return 2;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec >= CHILD_WAIT_S) {
+			kill(p, SIGKILL);
+			waitpid(p, &st, 0);
+			return 1;
+		}
+		struct timespec ms = {0, 1000000};
+		nanosleep(&ms, NULL);
+	}
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		return 0;
+	fprintf(stderr, "child exit %d signal %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1,
+		WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	int rounds = argc > 1 ? atoi(argv[1]) : 30;
+	fg_install();
+	area = mmap(NULL, (TOGGLERS + 4) * PG, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (area == MAP_FAILED)
+		return 1;
+	memset(area, 1, (TOGGLERS + 4) * PG);
+	if (mprotect(area + (TOGGLERS + 1) * PG, PG, PROT_READ) != 0)
+		return 1;
+	pthread_t th[TOGGLERS];
+	for (uintptr_t i = 0; i < TOGGLERS; i++)
+		pthread_create(&th[i], NULL, toggler, (void *)i);
+	for (int w = 0; w < W_N; w++) {
+#ifndef SYS_fork
+		if (w == W_SYS_FORK)
+			continue;
+#endif
+		int ok = 0, hung = 0, wrong = 0, made = 0;
+		for (int i = 0; i < rounds; i++) {
+			pid_t p = make((enum way)w);
+			if (p < 0) {
+				printf("%s: failed: %s\n", names[w], ename(errno));
+				break;
+			}
+			made++;
+			int r = reap(p);
+			ok += r == 0;
+			hung += r == 1;
+			wrong += r == 2;
+			if (hung) /* one is enough: each costs CHILD_WAIT_S */
+				break;
+		}
+		printf("%s: %d children, %d exited 0, %d hung, %d found a wrong state\n", names[w],
+		       made, ok, hung, wrong);
+		fflush(stdout);
+	}
+	stop = 1;
+	for (int i = 0; i < TOGGLERS; i++)
+		pthread_join(th[i], NULL);
+	/* the parent's own view is intact */
+	char *ro = area + (TOGGLERS + 1) * PG;
+	printf("parent: read-only page %s\n", fg_rewrite(ro) == 'a' ? "faults" : "WRITABLE");
+	return 0;
+}
