@@ -817,6 +817,10 @@ START_TEST(script_ctor) { run_script("ctor"); }
 END_TEST
 START_TEST(script_sigreentry) { run_script("sigreentry"); }
 END_TEST
+/* Children made by fork(), clone(), _Fork() and syscall() while threads
+ * change protections: none hangs, each sees its own protections. */
+START_TEST(script_clonefork) { run_script("clonefork"); }
+END_TEST
 START_TEST(script_broken_is_caught) { run_script("broken"); }
 END_TEST
 /* Threads racing lazy mode's deferred promotions: no spurious or missed
@@ -1198,6 +1202,7 @@ Suite *preload_suite(void)
 	tcase_add_test(d, script_barrier_uffd);
 	tcase_add_test(d, script_ctor);
 	tcase_add_test(d, script_sigreentry);
+	tcase_add_test(d, script_clonefork);
 	tcase_add_test(d, script_broken_is_caught);
 	tcase_add_test(d, script_lazystress);
 	tcase_add_test(d, script_stopworld);
