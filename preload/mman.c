@@ -74,8 +74,8 @@ static __attribute__((noinline)) int mprotect_run(void *addr, size_t len, int pr
 {
 	struct mmf_op op = {.kind = MMF_K_MPROTECT, .a = {(long)addr, (long)len, prot},
 			    .fwd = fwd_mprotect};
-	if (f == MMF_FAST_MAYBE && mmf_fast_change((uint64_t)addr, len, prot, v, g) == MMF_FAST_CHANGE)
-		return (int)mmf_libc_ret(mmf_run_change(&op, g));
+	if (f == MMF_FAST_MAYBE)
+		return (int)mmf_libc_ret(mmf_run_change(&op, v, g));
 	return (int)mmf_libc_ret(mmf_run(&op));
 }
 

@@ -78,6 +78,7 @@ extern __thread struct mmf_pending pending __attribute__((tls_model("initial-exe
  * map's writer lock held; leaving drains what re-entrant calls changed. */
 void wenter(void);
 void wleave(void);
+void wleave_quick(void);
 /* The signal mask from before the section, put back (a forked child). */
 void async_restore(void);
 /* A re-entrant call changed [s,e) (s | 1: it replaced what lazy mode had

@@ -33,9 +33,9 @@ enum {
 /* Runs an intercepted call.  Returns the kernel's convention. */
 long mmf_run(struct mmf_op *op);
 /* mmf_run for an mprotect that mmf_fast_mprotect (fast.h) answered with
- * MMF_FAST_CHANGE, on the same thread, just before, from the hint of
- * generation g. */
-long mmf_run_change(struct mmf_op *op, uint32_t g);
+ * MMF_FAST_MAYBE, on the same thread, just before: v is the record's
+ * attribute word it read from the hint of generation g. */
+long mmf_run_change(struct mmf_op *op, uint64_t v, uint32_t g);
 
 /* A call made on behalf of a batch (batch.c): decided, forwarded and
  * recorded like any other, but not counted as a call. */

@@ -142,12 +142,13 @@ static inline int mmf_fast_copy(uint32_t g, struct mmf_fast_rec *out)
 	return mmf_fast_tls.gen == g;
 }
 
-/* mprotect(a, len, prot), asked of the hint.  MMF_FAST_SKIPPED: it changes
- * nothing (counted as a call, skipped); MMF_FAST_CHANGE: it changes exactly
- * the hint's record, which is owned, unsealed and of known protection:
- * the engine forwards it and updates that slot in place (mmf_run_change);
- * MMF_FAST_GENERAL: the general path. */
-enum { MMF_FAST_GENERAL, MMF_FAST_SKIPPED, MMF_FAST_CHANGE };
+/* mprotect(a, len, prot), asked of the hint (mmf_fast_mprotect below).
+ * MMF_FAST_SKIPPED: it changes nothing (counted as a call, skipped);
+ * MMF_FAST_MAYBE: the hint holds the range and the call changes it: the
+ * engine's mmf_run_change forwards it and, when it changes exactly the
+ * hint's record (owned, unsealed, of known protection), updates that slot
+ * in place; MMF_FAST_GENERAL: the general path. */
+enum { MMF_FAST_GENERAL, MMF_FAST_SKIPPED, MMF_FAST_MAYBE = 3 };
 
 /* The protection in an attribute word. */
 static inline int mmf_fast_prot(uint64_t v)
@@ -157,28 +158,37 @@ static inline int mmf_fast_prot(uint64_t v)
 	return at.prot;
 }
 
-/* The rest of mmf_fast_mprotect when the call is not a no-op (v: the
- * record's attribute word, read under a valid sequence, of the hint of
- * generation g): MMF_FAST_CHANGE or MMF_FAST_GENERAL.  Called apart from
- * it, so that the skip saves no registers. */
-static inline int mmf_fast_change(uint64_t a, uint64_t len, int prot, uint64_t v, uint32_t g)
+/* The hint's record is exactly the call's range (the length rounded up to
+ * pages) and the call may change it in place: mmf_run_change's test, on
+ * the copy h of the hint and the attribute word v read with it.  What
+ * mmf_fast_mprotect established for MMF_FAST_MAYBE is not tested again
+ * (a page-aligned a inside the record, 0 < len <= end - a, and v not
+ * already at prot unless the thread had no counters). */
+static inline int mmf_fast_changes(const struct mmf_fast_rec *h, uint64_t a, uint64_t len,
+				   int prot, uint64_t v)
 {
-	struct mmf_fast_rec h;
-	if (!mmf_fast_copy(g, &h))
-		return MMF_FAST_GENERAL;
-	/* exactly the record (the length rounded up to pages) */
-	if (!((mmf_fast_chg_prots >> prot) & 1) || a != h.start ||
-	    (h.end - a) - len > mmf_fast_pgmask || !h.b || !mmf_fast_tls.t || (v & mmf_fast_cmask) != mmf_fast_cwant ||
-	    (v & mmf_fast_mask) == mmf_fast_want[prot] ||
-	    __atomic_load_n(&mmf_fast_fwd_off, __ATOMIC_RELAXED))
-		return MMF_FAST_GENERAL;
-	return MMF_FAST_CHANGE;
+	return a == h->start && (h->end - a) - len <= mmf_fast_pgmask &&
+	       ((mmf_fast_chg_prots >> prot) & 1) && h->b && mmf_fast_tls.t &&
+	       (v & mmf_fast_cmask) == mmf_fast_cwant &&
+	       !__atomic_load_n(&mmf_fast_fwd_off, __ATOMIC_RELAXED);
+}
+
+/* After a writer section that changed only the attribute word of the
+ * hint's record in place (the map's sequence unchanged): the hint the
+ * section's entry emptied holds again (one store), unless a handler
+ * learned another since generation g. */
+static inline void mmf_fast_restore(uint32_t g, uint64_t end)
+{
+	struct mmf_fast_rec *r = (struct mmf_fast_rec *)mmf_fast_tls.cur;
+	MMF_FAST_FENCE();
+	if (r && mmf_fast_tls.gen == g)
+		r->end = end;
+	MMF_FAST_FENCE();
 }
 
 /* MMF_FAST_SKIPPED, MMF_FAST_GENERAL, or MMF_FAST_MAYBE: the hint holds
  * the range and says it is not a no-op; *v is the record's attribute word
- * and *g the hint's generation, for mmf_fast_change. */
-enum { MMF_FAST_MAYBE = 3 };
+ * and *g the hint's generation, for mmf_run_change. */
 static inline int mmf_fast_mprotect(uint64_t a, uint64_t len, int prot, uint64_t *v_,
 				    uint32_t *g)
 {

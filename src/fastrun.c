@@ -18,15 +18,16 @@
  * records, mmf_wx_after only on requests for RW or RX (the detector's
  * bookkeeping, for RW requests on records that are not executable, is
  * mmf_wx_rw_done). */
-long mmf_run_change(struct mmf_op *op, uint32_t g)
+long mmf_run_change(struct mmf_op *op, uint64_t v0, uint32_t g)
 {
 	struct mmf_fast_rec fr;
-	struct mmf_tstats *t = mmf_fast_tls.t;
 	uint64_t asked = (uint64_t)op->a[1];
 	int prot = (int)op->a[2];
-	/* a handler that ran since the hint was read may have changed it */
-	if (!mmf_fast_copy(g, &fr) || fr.start != (uint64_t)op->a[0] || fr.end <= fr.start)
+	/* one copy of the hint; a handler that ran since it was read may have
+	 * changed it (the copy fails) */
+	if (!mmf_fast_copy(g, &fr) || !mmf_fast_changes(&fr, (uint64_t)op->a[0], asked, prot, v0))
 		return mmf_run(op);
+	struct mmf_tstats *t = mmf_fast_tls.t;
 	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_CALLS, 1);
 	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_BYTES_ASKED, asked);
 	struct mmf_hint h = {fr.b, fr.i, fr.seq, fr.start, fr.end, fr.attr, fr.start, fr.end};
@@ -48,9 +49,8 @@ long mmf_run_change(struct mmf_op *op, uint32_t g)
 	else if (r == 0 && prot == (PROT_READ | PROT_WRITE))
 		mmf_wx_rw_done(fr.start, fr.end); /* what mmf_wx_after does for it */
 	mmf_thp_tick(PLD(folio_policy.thp_disabled));
-	wleave();
+	wleave_quick();
 	if (in_place) /* the slot holds the record still, at the same sequence */
-		mmf_fast_learn(&h);
+		mmf_fast_restore(g, fr.end);
 	return r;
 }
-
