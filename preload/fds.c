@@ -7,7 +7,6 @@
  * would without mmfold, and a range closed around them is closed in the
  * pieces between them.  Without the barrier (mmf_barrier_fds both -1) each
  * wrapper is a compare or two before the next definition. */
-#include <sched.h>
 #include <unistd.h>
 
 #include "next.h"
@@ -95,7 +94,10 @@ static int range_around(unsigned first, unsigned last, int flags)
 			lo = cut[i] + 1;
 		}
 	}
-	if (!made && (flags & CLOSE_RANGE_UNSHARE) && unshare(CLONE_FILES) != 0) {
+	/* nothing but mmfold's descriptors in the range: the kernel still
+	 * judges the flags (EINVAL) and unshares the table when asked, on a
+	 * descriptor no process has open */
+	if (!made && range_next(~0U, ~0U, flags) != 0) {
 		r = -1;
 		err = errno;
 	}
