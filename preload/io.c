@@ -232,9 +232,9 @@ MMF_EXPORT ssize_t __recvfrom_chk(int fd, void *b, size_t n, size_t bl, int fl, 
 /* A program reading its own memory map sees the protections it asked for:
  * lazy mode makes what it deferred before /proc/self/maps (smaps, numa_maps,
  * pagemap) is opened. */
-static void own_maps(const char *path)
+static __attribute__((noinline, cold)) void own_maps_lazy(const char *path)
 {
-	if (!mmf_fast_lazy || !path || path[0] != '/' || path[1] != 'p')
+	if (!path || path[0] != '/' || path[1] != 'p')
 		return;
 	static const char pre[] = "/proc/";
 	for (int i = 0; i < 6; i++)
@@ -264,33 +264,59 @@ static void own_maps(const char *path)
 		mmf_lazy_flush_all();
 }
 
-MMF_EXPORT int open(const char *path, int flags, ...)
+/* Without lazy mode: a load and a branch. */
+static inline void own_maps(const char *path)
 {
-	mode_t mode = 0;
-	if (flags & (O_CREAT | O_TMPFILE)) {
-		va_list ap;
-		va_start(ap, flags);
-		mode = va_arg(ap, mode_t);
-		va_end(ap);
-	}
-	own_maps(path);
+	if (__builtin_expect(mmf_fast_lazy != 0, 0))
+		own_maps_lazy(path);
+}
+
+/* open and openat are variadic: the mode comes only with O_CREAT or
+ * O_TMPFILE.  On x86_64 and on aarch64 as Linux runs it (AAPCS64), a
+ * variadic integer argument travels in the register a named one would, so
+ * they are defined under other names with the mode named and exported as
+ * open and openat: no variadic prologue (the register save area, 14
+ * instructions) on every call.  The mode's register is read only when the
+ * flags say the caller passed it, as va_arg would. */
+#if !defined(__x86_64__) && !defined(__aarch64__)
+#error "open/openat: the mode's register is known for x86_64 and aarch64 only"
+#endif
+#define MODE_PASSED(flags) ((flags) & (O_CREAT | O_TMPFILE))
+
+/* Lazy mode's course, and calls made before the constructor, apart: the
+ * usual course needs no frame. */
+static __attribute__((noinline, cold)) int openat_slow(int dfd, const char *path, int flags,
+						       unsigned mode, int at)
+{
+	own_maps_lazy(path);
+	if (at)
+		return (int)NEXT(openat, (SYS_openat, dfd, (long)path, flags, mode, 0, 0), dfd,
+				 path, flags, mode);
 	return (int)NEXT(open, (SYS_openat, AT_FDCWD, (long)path, flags, mode, 0, 0), path, flags,
 			 mode);
 }
+
+MMF_EXPORT int mmf_open(const char *path, int flags, unsigned mode) __asm__("open");
+MMF_EXPORT int mmf_open(const char *path, int flags, unsigned mode)
+{
+	int (*next)(const char *, int, ...) = mmf_next.open;
+	if (!MODE_PASSED(flags))
+		mode = 0;
+	if (__builtin_expect(mmf_fast_lazy != 0 || !next, 0))
+		return openat_slow(AT_FDCWD, path, flags, mode, 0);
+	return next(path, flags, mode);
+}
 MMF_EXPORT int open64(const char *path, int flags, ...) __attribute__((alias("open")));
 
-MMF_EXPORT int openat(int dfd, const char *path, int flags, ...)
+MMF_EXPORT int mmf_openat(int dfd, const char *path, int flags, unsigned mode) __asm__("openat");
+MMF_EXPORT int mmf_openat(int dfd, const char *path, int flags, unsigned mode)
 {
-	mode_t mode = 0;
-	if (flags & (O_CREAT | O_TMPFILE)) {
-		va_list ap;
-		va_start(ap, flags);
-		mode = va_arg(ap, mode_t);
-		va_end(ap);
-	}
-	own_maps(path);
-	return (int)NEXT(openat, (SYS_openat, dfd, (long)path, flags, mode, 0, 0), dfd, path, flags,
-			 mode);
+	int (*next)(int, const char *, int, ...) = mmf_next.openat;
+	if (!MODE_PASSED(flags))
+		mode = 0;
+	if (__builtin_expect(mmf_fast_lazy != 0 || !next, 0))
+		return openat_slow(dfd, path, flags, mode, 1);
+	return next(dfd, path, flags, mode);
 }
 MMF_EXPORT int openat64(int dfd, const char *path, int flags, ...) __attribute__((alias("openat")));
 

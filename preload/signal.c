@@ -80,14 +80,33 @@ static int any_sigaction(sigaction_fn next, int sig, const struct sigaction *act
 	return r;
 }
 
+/* Only SIGSEGV and SIGBUS can be claimed (sigchain.h): any other signal
+ * goes straight on to the next definition (a compare, a load and a jump). */
+#define CLAIMABLE(sig) ((sig) == SIGSEGV || (sig) == SIGBUS)
+
+/* The course of the signals mmfold may claim, and of calls made before the
+ * constructor, apart: the usual one then needs no frame. */
+static __attribute__((noinline, cold)) int sigaction_slow(int dunder, int sig,
+							  const struct sigaction *act,
+							  struct sigaction *oact)
+{
+	return any_sigaction(dunder ? NEXT(__sigaction) : NEXT(sigaction), sig, act, oact);
+}
+
 MMF_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *oact)
 {
-	return any_sigaction(NEXT(sigaction), sig, act, oact);
+	sigaction_fn next = mmf_next.sigaction;
+	if (__builtin_expect(!CLAIMABLE(sig) && next, 1))
+		return next(sig, act, oact);
+	return sigaction_slow(0, sig, act, oact);
 }
 
 MMF_EXPORT int __sigaction(int sig, const struct sigaction *act, struct sigaction *oact)
 {
-	return any_sigaction(NEXT(__sigaction), sig, act, oact);
+	sigaction_fn next = mmf_next.__sigaction;
+	if (__builtin_expect(!CLAIMABLE(sig) && next, 1))
+		return next(sig, act, oact);
+	return sigaction_slow(1, sig, act, oact);
 }
 
 /* signal() as glibc's BSD semantics: the signal blocked during its handler,
@@ -109,7 +128,7 @@ static sighandler_t bsd(int sig, sighandler_t h)
 	return old.sa_handler;
 }
 
-MMF_EXPORT sighandler_t signal(int sig, sighandler_t h)
+static __attribute__((noinline, cold)) sighandler_t signal_slow(int sig, sighandler_t h)
 {
 	if (mmf_sigchain_owns(sig))
 		return bsd(sig, h);
@@ -118,6 +137,14 @@ MMF_EXPORT sighandler_t signal(int sig, sighandler_t h)
 	if (r != SIG_ERR && !was)
 		mmf_sigchain_recheck(sig);
 	return r;
+}
+
+MMF_EXPORT sighandler_t signal(int sig, sighandler_t h)
+{
+	sighandler_t (*next)(int, sighandler_t) = mmf_next.signal;
+	if (__builtin_expect(!CLAIMABLE(sig) && next, 1))
+		return next(sig, h);
+	return signal_slow(sig, h);
 }
 
 MMF_EXPORT sighandler_t bsd_signal(int sig, sighandler_t h)

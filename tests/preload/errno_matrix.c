@@ -647,6 +647,53 @@ static void cases_mmap(void)
 	show("after", 4, 8);
 }
 
+/* open and openat, which mmfold defines with the mode named (preload/io.c):
+ * the mode reaches the kernel when the flags pass one, the errors are the
+ * kernel's. */
+static void cases_open(void)
+{
+	char dir[] = "/tmp/mmfold-openXXXXXX", p[64];
+	if (!mkdtemp(dir)) {
+		ob_printf(&out, "open: mkdtemp failed\n");
+		return;
+	}
+	mode_t old = umask(0);
+	static const struct {
+		const char *name;
+		int flags;
+		unsigned mode;
+		int at;
+	} c[] = {
+		{"a", O_CREAT | O_WRONLY, 0641, 0},
+		{"b", O_CREAT | O_WRONLY | O_EXCL, 0603, 1},
+		{"b", O_CREAT | O_WRONLY | O_EXCL, 0603, 0}, /* exists: EEXIST */
+		{"c", O_WRONLY, 0777, 0},                      /* missing: ENOENT */
+		{"", O_TMPFILE | O_WRONLY, 0600, 0},
+		{"", O_TMPFILE | O_WRONLY, 0640, 1},
+		{"d", O_CREAT | O_RDWR | O_TRUNC, 0, 1},
+	};
+	for (unsigned i = 0; i < sizeof c / sizeof c[0]; i++) {
+		snprintf(p, sizeof p, "%s/%s", dir, c[i].name);
+		errno = 0;
+		int fd = c[i].at ? openat(AT_FDCWD, p, c[i].flags, c[i].mode)
+				 : open(p, c[i].flags, c[i].mode);
+		int e = errno;
+		struct stat st;
+		unsigned m = fd >= 0 && fstat(fd, &st) == 0 ? (unsigned)st.st_mode & 07777 : 0;
+		ob_printf(&out, "open%s(%s, %#x, %04o): %s mode %04o\n", c[i].at ? "at" : "",
+			  c[i].name, (unsigned)c[i].flags, c[i].mode, fd >= 0 ? "ok" : ename(e), m);
+		if (fd >= 0)
+			close(fd);
+	}
+	umask(old);
+	for (const char *n = "abd"; *n; n++) {
+		snprintf(p, sizeof p, "%s/%c", dir, *n);
+		unlink(p);
+	}
+	rmdir(dir);
+	ob_flush(&out, 1, "");
+}
+
 int main(void)
 {
 	watchdog(60);
@@ -669,6 +716,7 @@ int main(void)
 		cases_mmap();
 		ob_flush(&out, 1, "");
 	}
+	cases_open();
 	ob_printf(&out, "matrix done\n");
 	ob_flush(&out, 1, "");
 	return 0;
