@@ -11,6 +11,12 @@
  * in the parent before, then the child's step in the child and the
  * parent's in the parent.
  *
+ * With CLONE_VFORK (and no CLONE_VM) the calling thread sleeps until the
+ * child execs or exits, so the lock is released before the copy: the
+ * child forgets the map (its calls are forwarded, none skipped), and with
+ * MMFOLD_BARRIER=uffd a page another thread write-protects in between
+ * would be writable in the child.
+ *
  * Left as they are: calls with CLONE_VM (a thread, or vfork's child, which
  * shares the parent's memory and mmfold's state with it) or CLONE_SETTLS
  * (the child's thread pointer is not the copy mmfold's thread-local state
@@ -27,6 +33,9 @@
 #endif
 #ifndef CLONE_SETTLS
 #define CLONE_SETTLS 0x00080000
+#endif
+#ifndef CLONE_VFORK
+#define CLONE_VFORK 0x00004000
 #endif
 
 /* A clone that makes a new process out of a copy of this one. */
@@ -67,9 +76,16 @@ MMF_EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
 		return next(fn, stack, flags, arg, ptid, tls, ctid);
 	struct start s = {fn, arg};
 	mmf_atfork_prepare();
+	if (flags & CLONE_VFORK)
+		/* This thread sleeps until the child execs or exits: the other
+		 * threads must not wait that long for the lock.  Released
+		 * before the copy, so the child trusts none of the map (the
+		 * child's step forgets it) and starts with a free lock. */
+		mmf_atfork_parent();
 	int r = next(child_start, stack, flags, &s, ptid, tls, ctid);
 	int e = errno;
-	mmf_atfork_parent();
+	if (!(flags & CLONE_VFORK))
+		mmf_atfork_parent();
 	errno = e;
 	return r;
 }

@@ -9,7 +9,9 @@
  * inherit) and exits with a code that says what it found.  The parent
  * waits at most CHILD_WAIT_S for each child and kills one that does not
  * finish (before the fix: 48 of 50 clone() children hung in safe mode).
- * fork() runs as the control.
+ * The first clone(CLONE_VFORK) child also checks that the parent's other
+ * threads go on changing protections while it lives (the calling thread
+ * sleeps until the child exits).  fork() runs as the control.
  *
  *   clonefork [ROUNDS]   (default 30 children per way)
  *
@@ -28,6 +30,8 @@
 
 static char *area;      /* TOGGLERS + 4 pages */
 static volatile int stop;
+/* toggles made, in memory a child shares (MAP_SHARED) */
+static volatile unsigned long *toggles;
 
 static void *toggler(void *p)
 {
@@ -35,8 +39,21 @@ static void *toggler(void *p)
 	while (!stop) {
 		mprotect(pg, PG, PROT_READ);
 		mprotect(pg, PG, PROT_READ | PROT_WRITE);
+		__atomic_add_fetch(toggles, 1, __ATOMIC_RELAXED);
 	}
 	return NULL;
+}
+
+/* A clone(CLONE_VFORK) child leaves its parent's thread asleep until it
+ * exits: the parent's other threads must go on changing protections
+ * meanwhile (none of them may wait for that thread).  Exit 12 when they
+ * made no toggle in 300 ms. */
+static int others_progress(void)
+{
+	unsigned long t0 = __atomic_load_n(toggles, __ATOMIC_RELAXED);
+	struct timespec d = {0, 300 * 1000000L};
+	nanosleep(&d, NULL);
+	return __atomic_load_n(toggles, __ATOMIC_RELAXED) != t0 ? 0 : 12;
 }
 
 /* The child's work: no stdio, no malloc (a clone may copy libc's locks
@@ -75,8 +92,10 @@ static int child_checks(void)
 
 static int clone_child(void *arg)
 {
-	(void)arg;
-	_exit(child_checks());
+	int r = child_checks();
+	if (!r && arg)
+		r = others_progress();
+	_exit(r);
 }
 
 enum way { W_FORK, W_CLONE, W_CLONE_VFORK, W_FORK_, W_SYS_CLONE, W_SYS_FORK, W_N };
@@ -85,14 +104,15 @@ static const char *const names[W_N] = {"fork", "clone", "clone-vfork", "_Fork",
 
 static char cstack[1 << 16] __attribute__((aligned(16)));
 
-static pid_t make(enum way w)
+static pid_t make(enum way w, int first)
 {
 	pid_t p = -1;
 	switch (w) {
 	case W_FORK: p = fork(); break;
 	case W_CLONE: return clone(clone_child, cstack + sizeof cstack, SIGCHLD, NULL);
-	case W_CLONE_VFORK:
-		return clone(clone_child, cstack + sizeof cstack, CLONE_VFORK | SIGCHLD, NULL);
+	case W_CLONE_VFORK: /* the first child also watches the other threads */
+		return clone(clone_child, cstack + sizeof cstack, CLONE_VFORK | SIGCHLD,
+			     first ? (void *)1 : NULL);
 	case W_FORK_: p = _Fork(); break;
 	case W_SYS_CLONE: p = (pid_t)syscall(SYS_clone, SIGCHLD, 0L, 0L, 0L, 0L); break;
 	case W_SYS_FORK:
@@ -144,6 +164,9 @@ int main(int argc, char **argv)
 	if (area == MAP_FAILED)
 		return 1;
 	memset(area, 1, (TOGGLERS + 4) * PG);
+	toggles = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (toggles == MAP_FAILED)
+		return 1;
 	if (mprotect(area + (TOGGLERS + 1) * PG, PG, PROT_READ) != 0)
 		return 1;
 	pthread_t th[TOGGLERS];
@@ -156,7 +179,7 @@ int main(int argc, char **argv)
 #endif
 		int ok = 0, hung = 0, wrong = 0, made = 0;
 		for (int i = 0; i < rounds; i++) {
-			pid_t p = make((enum way)w);
+			pid_t p = make((enum way)w, i == 0);
 			if (p < 0) {
 				printf("%s: failed: %s\n", names[w], ename(errno));
 				break;
