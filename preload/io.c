@@ -23,6 +23,21 @@
 			mmf_lazy_buffer(p, n);                                 \
 	} while (0)
 
+/* The buffer-taking wrappers from pread on: the usual course is a load
+ * and a branch (lazy mode off, the next definition known), then the jump
+ * to the next definition; lazy mode's course and the calls made before the
+ * constructor (NAME_slow) are apart and cold, so the usual one needs no
+ * frame. */
+#define COLD __attribute__((noinline, cold))
+#define FAST(ret, name, params, args)                                          \
+	MMF_EXPORT ret name params                                             \
+	{                                                                      \
+		__typeof__(mmf_next.name) next_ = mmf_next.name;               \
+		if (__builtin_expect(mmf_fast_lazy != 0 || !next_, 0))         \
+			return name##_slow args;                               \
+		return next_ args;                                             \
+	}
+
 static void iov(const struct iovec *v, long n)
 {
 	if (!mmf_fast_lazy || !v || n <= 0)
@@ -82,71 +97,80 @@ MMF_EXPORT ssize_t write(int fd, const void *b, size_t n)
 	return NEXT(write, (SYS_write, fd, (long)b, (long)n, 0, 0, 0), fd, b, n);
 }
 
-MMF_EXPORT ssize_t pread(int fd, void *b, size_t n, off_t o)
+static COLD ssize_t pread_slow(int fd, void *b, size_t n, off_t o)
 {
 	BUF((uint64_t)(uintptr_t)(b), n);
 	return NEXT(pread, (SYS_pread64, fd, (long)b, (long)n, o, 0, 0), fd, b, n, o);
 }
+FAST(ssize_t, pread, (int fd, void *b, size_t n, off_t o), (fd, b, n, o))
 MMF_EXPORT ssize_t pread64(int fd, void *b, size_t n, off_t o) __attribute__((alias("pread")));
 
-MMF_EXPORT ssize_t pwrite(int fd, const void *b, size_t n, off_t o)
+static COLD ssize_t pwrite_slow(int fd, const void *b, size_t n, off_t o)
 {
 	BUF((uint64_t)(uintptr_t)(b), n);
 	return NEXT(pwrite, (SYS_pwrite64, fd, (long)b, (long)n, o, 0, 0), fd, b, n, o);
 }
+FAST(ssize_t, pwrite, (int fd, const void *b, size_t n, off_t o), (fd, b, n, o))
 MMF_EXPORT ssize_t pwrite64(int fd, const void *b, size_t n, off_t o) __attribute__((alias("pwrite")));
 
-MMF_EXPORT ssize_t readv(int fd, const struct iovec *v, int n)
+static COLD ssize_t readv_slow(int fd, const struct iovec *v, int n)
 {
 	iov(v, n);
 	return NEXT(readv, (SYS_readv, fd, (long)v, n, 0, 0, 0), fd, v, n);
 }
+FAST(ssize_t, readv, (int fd, const struct iovec *v, int n), (fd, v, n))
 
-MMF_EXPORT ssize_t writev(int fd, const struct iovec *v, int n)
+static COLD ssize_t writev_slow(int fd, const struct iovec *v, int n)
 {
 	iov(v, n);
 	return NEXT(writev, (SYS_writev, fd, (long)v, n, 0, 0, 0), fd, v, n);
 }
+FAST(ssize_t, writev, (int fd, const struct iovec *v, int n), (fd, v, n))
 
-MMF_EXPORT ssize_t preadv(int fd, const struct iovec *v, int n, off_t o)
+static COLD ssize_t preadv_slow(int fd, const struct iovec *v, int n, off_t o)
 {
 	iov(v, n);
 	return NEXT(preadv, (SYS_preadv, fd, (long)v, n, o, 0, 0), fd, v, n, o);
 }
+FAST(ssize_t, preadv, (int fd, const struct iovec *v, int n, off_t o), (fd, v, n, o))
 MMF_EXPORT ssize_t preadv64(int fd, const struct iovec *v, int n, off_t o)
 	__attribute__((alias("preadv")));
 
-MMF_EXPORT ssize_t pwritev(int fd, const struct iovec *v, int n, off_t o)
+static COLD ssize_t pwritev_slow(int fd, const struct iovec *v, int n, off_t o)
 {
 	iov(v, n);
 	return NEXT(pwritev, (SYS_pwritev, fd, (long)v, n, o, 0, 0), fd, v, n, o);
 }
+FAST(ssize_t, pwritev, (int fd, const struct iovec *v, int n, off_t o), (fd, v, n, o))
 MMF_EXPORT ssize_t pwritev64(int fd, const struct iovec *v, int n, off_t o)
 	__attribute__((alias("pwritev")));
 
-MMF_EXPORT ssize_t preadv2(int fd, const struct iovec *v, int n, off_t o, int fl)
+static COLD ssize_t preadv2_slow(int fd, const struct iovec *v, int n, off_t o, int fl)
 {
 	iov(v, n);
 	return NEXT(preadv2, (SYS_preadv2, fd, (long)v, n, o, 0, fl), fd, v, n, o, fl);
 }
+FAST(ssize_t, preadv2, (int fd, const struct iovec *v, int n, off_t o, int fl), (fd, v, n, o, fl))
 MMF_EXPORT ssize_t preadv64v2(int fd, const struct iovec *v, int n, off_t o, int fl)
 	__attribute__((alias("preadv2")));
 
-MMF_EXPORT ssize_t pwritev2(int fd, const struct iovec *v, int n, off_t o, int fl)
+static COLD ssize_t pwritev2_slow(int fd, const struct iovec *v, int n, off_t o, int fl)
 {
 	iov(v, n);
 	return NEXT(pwritev2, (SYS_pwritev2, fd, (long)v, n, o, 0, fl), fd, v, n, o, fl);
 }
+FAST(ssize_t, pwritev2, (int fd, const struct iovec *v, int n, off_t o, int fl), (fd, v, n, o, fl))
 MMF_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *v, int n, off_t o, int fl)
 	__attribute__((alias("pwritev2")));
 
-MMF_EXPORT ssize_t recv(int fd, void *b, size_t n, int fl)
+static COLD ssize_t recv_slow(int fd, void *b, size_t n, int fl)
 {
 	BUF((uint64_t)(uintptr_t)(b), n);
 	return NEXT(recv, (SYS_recvfrom, fd, (long)b, (long)n, fl, 0, 0), fd, b, n, fl);
 }
+FAST(ssize_t, recv, (int fd, void *b, size_t n, int fl), (fd, b, n, fl))
 
-MMF_EXPORT ssize_t recvfrom(int fd, void *b, size_t n, int fl, struct sockaddr *a, socklen_t *al)
+static COLD ssize_t recvfrom_slow(int fd, void *b, size_t n, int fl, struct sockaddr *a, socklen_t *al)
 {
 	BUF((uint64_t)(uintptr_t)(b), n);
 	if (a && al) {
@@ -156,28 +180,32 @@ MMF_EXPORT ssize_t recvfrom(int fd, void *b, size_t n, int fl, struct sockaddr *
 	return NEXT(recvfrom, (SYS_recvfrom, fd, (long)b, (long)n, fl, (long)a, (long)al), fd, b, n,
 		    fl, a, al);
 }
+FAST(ssize_t, recvfrom, (int fd, void *b, size_t n, int fl, struct sockaddr *a, socklen_t *al), (fd, b, n, fl, a, al))
 
-MMF_EXPORT ssize_t recvmsg(int fd, struct msghdr *m, int fl)
+static COLD ssize_t recvmsg_slow(int fd, struct msghdr *m, int fl)
 {
 	msg(m);
 	return NEXT(recvmsg, (SYS_recvmsg, fd, (long)m, fl, 0, 0, 0), fd, m, fl);
 }
+FAST(ssize_t, recvmsg, (int fd, struct msghdr *m, int fl), (fd, m, fl))
 
-MMF_EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned n, int fl, struct timespec *t)
+static COLD int recvmmsg_slow(int fd, struct mmsghdr *v, unsigned n, int fl, struct timespec *t)
 {
 	BUF((uint64_t)(uintptr_t)(v), (size_t)n * sizeof *v);
 	for (unsigned i = 0; v && i < n && i < 1024; i++)
 		msg(&v[i].msg_hdr);
 	return (int)NEXT(recvmmsg, (SYS_recvmmsg, fd, (long)v, n, fl, (long)t, 0), fd, v, n, fl, t);
 }
+FAST(int, recvmmsg, (int fd, struct mmsghdr *v, unsigned n, int fl, struct timespec *t), (fd, v, n, fl, t))
 
-MMF_EXPORT ssize_t send(int fd, const void *b, size_t n, int fl)
+static COLD ssize_t send_slow(int fd, const void *b, size_t n, int fl)
 {
 	BUF((uint64_t)(uintptr_t)(b), n);
 	return NEXT(send, (SYS_sendto, fd, (long)b, (long)n, fl, 0, 0), fd, b, n, fl);
 }
+FAST(ssize_t, send, (int fd, const void *b, size_t n, int fl), (fd, b, n, fl))
 
-MMF_EXPORT ssize_t sendto(int fd, const void *b, size_t n, int fl, const struct sockaddr *a,
+static COLD ssize_t sendto_slow(int fd, const void *b, size_t n, int fl, const struct sockaddr *a,
 			  socklen_t al)
 {
 	BUF((uint64_t)(uintptr_t)(b), n);
@@ -185,49 +213,58 @@ MMF_EXPORT ssize_t sendto(int fd, const void *b, size_t n, int fl, const struct 
 	return NEXT(sendto, (SYS_sendto, fd, (long)b, (long)n, fl, (long)a, al), fd, b, n, fl, a,
 		    al);
 }
+FAST(ssize_t, sendto, (int fd, const void *b, size_t n, int fl, const struct sockaddr *a,
+			  socklen_t al), (fd, b, n, fl, a, al))
 
-MMF_EXPORT ssize_t sendmsg(int fd, const struct msghdr *m, int fl)
+static COLD ssize_t sendmsg_slow(int fd, const struct msghdr *m, int fl)
 {
 	msg(m);
 	return NEXT(sendmsg, (SYS_sendmsg, fd, (long)m, fl, 0, 0, 0), fd, m, fl);
 }
+FAST(ssize_t, sendmsg, (int fd, const struct msghdr *m, int fl), (fd, m, fl))
 
-MMF_EXPORT int sendmmsg(int fd, struct mmsghdr *v, unsigned n, int fl)
+static COLD int sendmmsg_slow(int fd, struct mmsghdr *v, unsigned n, int fl)
 {
 	BUF((uint64_t)(uintptr_t)(v), (size_t)n * sizeof *v);
 	for (unsigned i = 0; v && i < n && i < 1024; i++)
 		msg(&v[i].msg_hdr);
 	return (int)NEXT(sendmmsg, (SYS_sendmmsg, fd, (long)v, n, fl, 0, 0), fd, v, n, fl);
 }
+FAST(int, sendmmsg, (int fd, struct mmsghdr *v, unsigned n, int fl), (fd, v, n, fl))
 
 /* _FORTIFY_SOURCE's checked versions call libc's read internally. */
-MMF_EXPORT ssize_t __read_chk(int fd, void *b, size_t n, size_t bl)
+static COLD ssize_t __read_chk_slow(int fd, void *b, size_t n, size_t bl)
 {
 	BUF((uint64_t)(uintptr_t)(b), n < bl ? n : bl);
 	return NEXT(__read_chk, (SYS_read, fd, (long)b, (long)n, 0, 0, 0), fd, b, n, bl);
 }
+FAST(ssize_t, __read_chk, (int fd, void *b, size_t n, size_t bl), (fd, b, n, bl))
 
-MMF_EXPORT ssize_t __pread_chk(int fd, void *b, size_t n, off_t o, size_t bl)
+static COLD ssize_t __pread_chk_slow(int fd, void *b, size_t n, off_t o, size_t bl)
 {
 	BUF((uint64_t)(uintptr_t)(b), n < bl ? n : bl);
 	return NEXT(__pread_chk, (SYS_pread64, fd, (long)b, (long)n, o, 0, 0), fd, b, n, o, bl);
 }
+FAST(ssize_t, __pread_chk, (int fd, void *b, size_t n, off_t o, size_t bl), (fd, b, n, o, bl))
 MMF_EXPORT ssize_t __pread64_chk(int fd, void *b, size_t n, off_t o, size_t bl)
 	__attribute__((alias("__pread_chk")));
 
-MMF_EXPORT ssize_t __recv_chk(int fd, void *b, size_t n, size_t bl, int fl)
+static COLD ssize_t __recv_chk_slow(int fd, void *b, size_t n, size_t bl, int fl)
 {
 	BUF((uint64_t)(uintptr_t)(b), n < bl ? n : bl);
 	return NEXT(__recv_chk, (SYS_recvfrom, fd, (long)b, (long)n, fl, 0, 0), fd, b, n, bl, fl);
 }
+FAST(ssize_t, __recv_chk, (int fd, void *b, size_t n, size_t bl, int fl), (fd, b, n, bl, fl))
 
-MMF_EXPORT ssize_t __recvfrom_chk(int fd, void *b, size_t n, size_t bl, int fl, struct sockaddr *a,
+static COLD ssize_t __recvfrom_chk_slow(int fd, void *b, size_t n, size_t bl, int fl, struct sockaddr *a,
 				  socklen_t *al)
 {
 	BUF((uint64_t)(uintptr_t)(b), n < bl ? n : bl);
 	return NEXT(__recvfrom_chk, (SYS_recvfrom, fd, (long)b, (long)n, fl, (long)a, (long)al), fd,
 		    b, n, bl, fl, a, al);
 }
+FAST(ssize_t, __recvfrom_chk, (int fd, void *b, size_t n, size_t bl, int fl, struct sockaddr *a,
+				  socklen_t *al), (fd, b, n, bl, fl, a, al))
 
 /* A program reading its own memory map sees the protections it asked for:
  * lazy mode makes what it deferred before /proc/self/maps (smaps, numa_maps,

@@ -33,7 +33,7 @@ set -euo pipefail
 N=${INSTR_CALLS:-20000}
 read -r -a XENV <<<"${INSTR_ENV:-}"
 WORKLOADS=("$@")
-((${#WORKLOADS[@]})) || WORKLOADS=(skip forward toggle wx write read open sigaction sigmask)
+((${#WORKLOADS[@]})) || WORKLOADS=(skip forward toggle wx write read open sigaction sigmask pread)
 
 BIN=$BUILD/instr
 $CC -std=gnu11 -O2 -g -o "$BIN" "$ROOT/tools/bench/instr.c" -pthread
@@ -98,7 +98,7 @@ limit_of() { # workload -> "added" limit, or "total:N" for the skip
 	case $1 in
 	skip) echo 60 ;;
 	forward) echo 100 ;;
-	write | read | sigaction | sigmask) echo 10 ;;
+	write | read | sigaction | sigmask | pread) echo 10 ;;
 	open) echo 20 ;; # two interposed calls per iteration: open and close
 	*) echo - ;;
 	esac

@@ -545,7 +545,9 @@ END_TEST
 /* ---- lazy mode ---- */
 
 /* Random calls with probes through the program's own SIGSEGV handler, the
- * kernel reading and writing the regions (pipes), fork and a second thread:
+ * kernel reading and writing the regions (a pipe, a socket pair, a file:
+ * read, readv, recv, recvfrom, recvmsg, pread and their writing twins),
+ * fork and a second thread:
  * the same output without mmfold and in lazy mode; and deferral really
  * happened (the test is not passing on a mode that defers nothing). */
 START_TEST(lazy_diff)

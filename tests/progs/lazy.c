@@ -5,8 +5,11 @@
  *                           calls on two regions (one with a hole), each
  *                           round followed by a probe of every page (read,
  *                           write, content) through the program's own
- *                           SIGSEGV handler, read() and write() through
- *                           pipes into and out of the regions, a forked
+ *                           SIGSEGV handler, the kernel reading and
+ *                           writing the regions (read/readv/write/writev
+ *                           on a pipe, recv/recvfrom/recvmsg and
+ *                           send/sendto/sendmsg on a socket pair,
+ *                           pread/pwrite on a file), a forked
  *                           child's probe, and a second thread's probe
  *   lazy loop MIB N         map MIB MiB, touch it, then N times
  *                           mprotect(PROT_READ) and mprotect(RW) with no
@@ -38,7 +41,10 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -65,6 +71,75 @@ static int barrier_fault(int sig, siginfo_t *si)
 	barrier_hits[i]++;
 	mprotect(barrier_base + i * PG, PG, PROT_READ | PROT_WRITE);
 	return 1;
+}
+
+/* The channels through which the kernel reads and writes the regions: a
+ * pipe, a socket pair and a file, each of libc's calls in turn (mmfold's
+ * wrappers make what lazy mode deferred in the buffer first). */
+static int pfd[2], sfd[2], ffd;
+
+/* Whatever a failed call left in the pipe and the socket. */
+static void drain(void)
+{
+	char junk[256];
+	while (recv(sfd[0], junk, sizeof junk, MSG_DONTWAIT) > 0)
+		;
+	int fl = fcntl(pfd[0], F_GETFL);
+	fcntl(pfd[0], F_SETFL, fl | O_NONBLOCK);
+	while (read(pfd[0], junk, sizeof junk) > 0)
+		;
+	fcntl(pfd[0], F_SETFL, fl);
+}
+
+/* The kernel writes n bytes of buf into dst, by call sel: 0 on success. */
+static int kernel_in(int sel, char *dst, const char *buf, size_t n)
+{
+	struct iovec v = {dst, n};
+	struct msghdr m = {.msg_iov = &v, .msg_iovlen = 1};
+	long r;
+	if (sel <= 1) {
+		r = write(pfd[1], buf, n);
+		if (r >= 0)
+			r = sel == 0 ? read(pfd[0], dst, n) : readv(pfd[0], &v, 1);
+	} else if (sel <= 4) {
+		r = send(sfd[1], buf, n, 0);
+		if (r >= 0)
+			r = sel == 2 ? recv(sfd[0], dst, n, 0)
+			    : sel == 3 ? recvfrom(sfd[0], dst, n, 0, NULL, NULL)
+				       : recvmsg(sfd[0], &m, 0);
+	} else {
+		r = pwrite(ffd, buf, n, 0);
+		if (r >= 0)
+			r = pread(ffd, dst, n, 0);
+	}
+	int e = errno;
+	drain();
+	errno = e;
+	return r < 0 ? -1 : 0;
+}
+
+/* The kernel reads n bytes from src, by call sel: 0 on success. */
+static int kernel_out(int sel, const char *src, size_t n)
+{
+	struct iovec v = {(void *)src, n};
+	struct msghdr m = {.msg_iov = &v, .msg_iovlen = 1};
+	char buf[256];
+	long r;
+	if (sel <= 1) {
+		r = sel == 0 ? write(pfd[1], src, n) : writev(pfd[1], &v, 1);
+	} else if (sel <= 4) {
+		r = sel == 2 ? send(sfd[1], src, n, 0)
+		    : sel == 3 ? sendto(sfd[1], src, n, 0, NULL, 0)
+			       : sendmsg(sfd[1], &m, 0);
+	} else {
+		r = pwrite(ffd, src, n, 0);
+		if (r >= 0)
+			r = pread(ffd, buf, n, 0);
+	}
+	int e = errno;
+	drain();
+	errno = e;
+	return r < 0 ? -1 : 0;
 }
 
 static void show(const char *tag, char *base, int n)
@@ -110,9 +185,13 @@ static int diff(unsigned seed, int rounds)
 	munmap(region[1] + 40 * PG, 4 * PG);
 	static const int prots[] = {PROT_NONE, PROT_READ, PROT_READ | PROT_WRITE, PROT_READ,
 				    PROT_READ | PROT_WRITE, PROT_NONE};
-	int pfd[2];
-	if (pipe(pfd))
+	if (pipe(pfd) || socketpair(AF_UNIX, SOCK_STREAM, 0, sfd))
 		return 1;
+	char tmpl[] = "/tmp/mmfold-lazyXXXXXX";
+	ffd = mkstemp(tmpl);
+	if (ffd < 0)
+		return 1;
+	unlink(tmpl);
 	for (int round = 0; round < rounds; round++) {
 		int n = 1 + rnd(10);
 		printf("round %d:", round);
@@ -143,15 +222,10 @@ static int diff(unsigned seed, int rounds)
 				/* the kernel writes into the region */
 				char buf[64];
 				memset(buf, 'a' + (int)rnd(26), sizeof buf);
-				ret = (int)write(pfd[1], buf, sizeof buf);
-				ret = ret < 0 ? ret : (int)read(pfd[0], a + 8, sizeof buf);
-				ret = ret < 0 ? -1 : 0;
+				ret = kernel_in((int)rnd(6), a + 8, buf, sizeof buf);
 			} else {
 				/* the kernel reads from it */
-				char buf[64];
-				ret = (int)write(pfd[1], a + 16, sizeof buf);
-				ret = ret < 0 ? ret : (int)read(pfd[0], buf, sizeof buf);
-				ret = ret < 0 ? -1 : 0;
+				ret = kernel_out((int)rnd(6), a + 16, 64);
 			}
 			printf(" %d%s", what, ret ? strerrorname_np(errno) : "");
 			if (getenv("LAZY_TRACE"))

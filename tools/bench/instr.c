@@ -16,9 +16,11 @@
  *   write     write(fd of /dev/null, 1 byte)
  *   read      read(fd of /dev/zero, 1 byte)
  *   open      open("/dev/null", O_RDONLY) and close() of what it returned
- *             (close is not interposed: its cost is the same either way)
+ *             (two interposed calls)
  *   sigaction sigaction(SIGUSR1, &act, NULL) with the same handler each time
  *   sigmask   pthread_sigmask(SIG_BLOCK, {SIGUSR2}, NULL)
+ *   pread     pread(fd of /dev/zero, 1 byte, offset 0): one of the
+ *             buffer-taking wrappers (pread, recv, readv, ...)
  *
  * A few calls of the same kind run before loop() so that lazy binding and
  * mmfold's per-thread setup are not counted. */
@@ -85,6 +87,11 @@ static inline unsigned long one(int w, unsigned long i)
 	case 8:
 		check(pthread_sigmask(SIG_BLOCK, &set2, NULL) == 0, "pthread_sigmask");
 		return 1;
+	case 9: {
+		char c;
+		check(pread(fd, &c, 1, 0) == 1, "pread");
+		return 1;
+	}
 	}
 	return 0;
 }
@@ -98,13 +105,13 @@ static __attribute__((noinline)) unsigned long loop(int w, unsigned long n)
 	return calls;
 }
 
-static const char *const names[] = {"skip",  "forward", "toggle",    "wx",     "write",
-				    "read",  "open",    "sigaction", "sigmask"};
+static const char *const names[] = {"skip", "forward", "toggle",    "wx",      "write",
+				    "read", "open",    "sigaction", "sigmask", "pread"};
 
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: instr skip|forward|toggle|wx|write|read|open|sigaction|sigmask [calls]\n");
+		fprintf(stderr, "usage: instr skip|forward|toggle|wx|write|read|open|sigaction|sigmask|pread [calls]\n");
 		return 2;
 	}
 	int w = -1;
@@ -124,7 +131,8 @@ int main(int argc, char **argv)
 	if (w == 1)
 		check(mprotect(area + pg, pg, PROT_READ | PROT_WRITE) == 0, "mprotect");
 	memset(w == 1 ? area + pg : area, 1, w == 1 ? pg : len);
-	fd = open(w == 5 ? "/dev/zero" : "/dev/null", w == 5 ? O_RDONLY : O_WRONLY);
+	int rd = w == 5 || w == 9;
+	fd = open(rd ? "/dev/zero" : "/dev/null", rd ? O_RDONLY : O_WRONLY);
 	check(fd >= 0, "open");
 	act.sa_handler = on_usr1;
 	sigemptyset(&act.sa_mask);
