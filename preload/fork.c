@@ -46,6 +46,7 @@ typedef int (*clone_fn)(int (*)(void *), void *, int, void *, ...);
 struct start {
 	int (*fn)(void *);
 	void *arg;
+	unsigned long flags;
 };
 
 /* The child's first function, on the stack the caller gave.  The start
@@ -53,7 +54,7 @@ struct start {
 static int child_start(void *p)
 {
 	struct start s = *(struct start *)p;
-	mmf_atfork_child();
+	mmf_atfork_child_of(s.flags);
 	return s.fn(s.arg);
 }
 
@@ -74,7 +75,7 @@ MMF_EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
 	}
 	if (!fn || !copies((unsigned)flags))
 		return next(fn, stack, flags, arg, ptid, tls, ctid);
-	struct start s = {fn, arg};
+	struct start s = {fn, arg, (unsigned)flags};
 	mmf_atfork_prepare();
 	if (flags & CLONE_VFORK)
 		/* This thread sleeps until the child execs or exits: the other
@@ -92,11 +93,11 @@ MMF_EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
 
 /* After a call that returns 0 in the child and the child's pid (or -1) in
  * the parent: the step of the side it runs on; errno kept. */
-static long after_copy(long r)
+static long after_copy(long r, unsigned long flags)
 {
 	int e = errno;
 	if (r == 0)
-		mmf_atfork_child();
+		mmf_atfork_child_of(flags);
 	else
 		mmf_atfork_parent();
 	errno = e;
@@ -113,7 +114,7 @@ MMF_EXPORT pid_t _Fork(void)
 		return -1;
 	}
 	mmf_atfork_prepare();
-	return (pid_t)after_copy(next());
+	return (pid_t)after_copy(next(), 0);
 }
 
 /* syscall(SYS_clone, flags, 0, ...) and syscall(SYS_fork): the child
@@ -134,5 +135,5 @@ long mmf_fork_syscall(long nr, const long *a, int *done)
 		r = mmf_next.syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 	else
 		r = mmf_libc_ret(mmf_sys6(nr, a[0], a[1], a[2], a[3], a[4], a[5]));
-	return after_copy(r);
+	return after_copy(r, is_fork ? 0 : (unsigned long)a[0]);
 }

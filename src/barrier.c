@@ -531,16 +531,18 @@ void mmf_barrier_fork_prepare(void)
 }
 
 
-void mmf_barrier_fork_child(void)
+void mmf_barrier_fork_child(int files_shared)
 {
 	if (!mmf_barrier_on)
 		return;
 	/* The parent's userfaultfd acts on the parent's memory, and its
 	 * /proc/self/maps describes the parent: never use them here.  The
 	 * child's VMAs are no longer registered. */
-	mmf_sys_close(ufd);
-	if (maps_fd >= 0)
-		mmf_sys_close(maps_fd);
+	if (!files_shared) {
+		mmf_sys_close(ufd);
+		if (maps_fd >= 0)
+			mmf_sys_close(maps_fd);
+	}
 	maps_fd = -1;
 	for (uint32_t i = 0; i < mmf_wpb_n; i++) {
 		size_t bytes = ((size_t)1 << CHUNK_SHIFT) / page / 8;
@@ -551,6 +553,15 @@ void mmf_barrier_fork_child(void)
 	mmf_wpb_pages = 0;
 	nstale = 0;
 	stale_all = 0;
+	if (files_shared) {
+		/* descriptors opened here would be the parent's too (and
+		 * outlive this child); mmf_barrier_fds keep naming the
+		 * parent's, so that the close wrappers still keep off them */
+		ufd = -1;
+		why_off = "a child sharing its parent's descriptor table (clone with CLONE_FILES)";
+		mmf_barrier_on = 0;
+		return;
+	}
 	const char *why;
 	if (mmf_barrier_open(&ufd, &maps_fd, &why) < 0) {
 		ufd = -1;

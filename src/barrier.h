@@ -58,9 +58,12 @@ void mmf_barrier_before(const struct mmf_op *op);
 void mmf_barrier_reentry(const struct mmf_op *op);
 
 /* fork: prepare (writer lock held) makes every write-protected page plain;
- * the child drops the parent's userfaultfd and starts afresh. */
+ * the child drops the parent's userfaultfd and starts afresh.  A child
+ * that shares its parent's descriptor table (files_shared: clone with
+ * CLONE_FILES) closes nothing of the parent's and opens nothing: the
+ * barrier is off there, and the parent's descriptors stay guarded. */
 void mmf_barrier_fork_prepare(void);
-void mmf_barrier_fork_child(void);
+void mmf_barrier_fork_child(int files_shared);
 
 struct mmf_buf;
 /* The barrier's line of the report (nothing when not asked for). */

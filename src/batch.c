@@ -574,7 +574,7 @@ void mmf_batch_flush_all(void)
 	}
 }
 
-void mmf_batch_fork_child(void)
+void mmf_batch_fork_child(int files_shared)
 {
 	/* Every queue was applied before the fork (mmf_atfork_prepare); the
 	 * queues of threads that do not exist here are free again. */
@@ -588,7 +588,7 @@ void mmf_batch_fork_child(void)
 	mmf_batch_live = self && self->n ? 1 : 0;
 	bq_busy = 0;
 	bq_applying = 0;
-	if (pidfd >= 0)
+	if (pidfd >= 0 && !files_shared)
 		mmf_sys_close(pidfd); /* names the parent */
 	pidfd = -1;
 }

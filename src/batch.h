@@ -34,8 +34,9 @@ long mmf_batch_flush(struct mmf_batch_err *err);
 
 /* Applies every queue (before fork, at exit). */
 void mmf_batch_flush_all(void);
-/* A forked child: queues of other threads are gone with them. */
-void mmf_batch_fork_child(void);
+/* A forked child: queues of other threads are gone with them
+ * (files_shared: the descriptor table is the parent's, close nothing). */
+void mmf_batch_fork_child(int files_shared);
 /* Late init: the thread-exit key (a thread that exits mid-batch has its
  * queue applied). */
 void mmf_batch_late_init(void);

@@ -96,6 +96,9 @@ int mmf_writer_held(void);
 void mmf_atfork_prepare(void);
 void mmf_atfork_parent(void);
 void mmf_atfork_child(void);
+/* The child's step after a clone with these flags (CLONE_FILES: the child
+ * shares the parent's descriptor table and must close none of mmfold's). */
+void mmf_atfork_child_of(unsigned long clone_flags);
 
 struct mmf_buf;
 /* The large-folio part of the report (settings, kernel counters). */

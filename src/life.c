@@ -3,6 +3,8 @@
  * docs/DESIGN.md. */
 #include "core.h"
 
+#include <sched.h>
+
 #include <sys/prctl.h>
 #include <sys/personality.h>
 #include <sys/syscall.h>
@@ -135,8 +137,11 @@ void mmf_atfork_parent(void)
 	}
 }
 
-void mmf_atfork_child(void)
+void mmf_atfork_child(void) { mmf_atfork_child_of(0); }
+
+void mmf_atfork_child_of(unsigned long clone_flags)
 {
+	int files_shared = (clone_flags & CLONE_FILES) != 0;
 	if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2)
 		return;
 	mmf_live_fork_child();
@@ -148,8 +153,8 @@ void mmf_atfork_child(void)
 	if (mode == MMF_MODE_OFF)
 		return;
 	map.lock = 0;
-	mmf_batch_fork_child();
-	mmf_barrier_fork_child();
+	mmf_batch_fork_child(files_shared);
+	mmf_barrier_fork_child(files_shared);
 	if (!fork_locked) {
 		/* The map may be mid-change: trust nothing. */
 		map.seq &= ~1u;

@@ -9,6 +9,9 @@
  * inherit) and exits with a code that says what it found.  The parent
  * waits at most CHILD_WAIT_S for each child and kills one that does not
  * finish (before the fix: 48 of 50 clone() children hung in safe mode).
+ * A clone(CLONE_FILES) child shares the descriptor table: the parent must
+ * still close every descriptor it opens after (with MMFOLD_BARRIER=uffd a
+ * child that closed mmfold's descriptors would have freed their numbers).
  * The first clone(CLONE_VFORK) child also checks that the parent's other
  * threads go on changing protections while it lives (the calling thread
  * sleeps until the child exits).  fork() runs as the control.
@@ -20,6 +23,7 @@
 #include "common.h"
 #include "fault.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/wait.h>
@@ -90,6 +94,16 @@ static int child_checks(void)
 	return 0;
 }
 
+/* A child sharing the descriptor table that stays alive for a second. */
+static int sleeping_child(void *arg)
+{
+	(void)arg;
+	int r = child_checks();
+	struct timespec d = {1, 0};
+	nanosleep(&d, NULL);
+	_exit(r);
+}
+
 static int clone_child(void *arg)
 {
 	int r = child_checks();
@@ -98,9 +112,9 @@ static int clone_child(void *arg)
 	_exit(r);
 }
 
-enum way { W_FORK, W_CLONE, W_CLONE_VFORK, W_FORK_, W_SYS_CLONE, W_SYS_FORK, W_N };
-static const char *const names[W_N] = {"fork", "clone", "clone-vfork", "_Fork",
-					"syscall-clone", "syscall-fork"};
+enum way { W_FORK, W_CLONE, W_CLONE_VFORK, W_CLONE_FILES, W_FORK_, W_SYS_CLONE, W_SYS_FORK, W_N };
+static const char *const names[W_N] = {"fork",  "clone",         "clone-vfork", "clone-files",
+					"_Fork", "syscall-clone", "syscall-fork"};
 
 static char cstack[1 << 16] __attribute__((aligned(16)));
 
@@ -113,6 +127,8 @@ static pid_t make(enum way w, int first)
 	case W_CLONE_VFORK: /* the first child also watches the other threads */
 		return clone(clone_child, cstack + sizeof cstack, CLONE_VFORK | SIGCHLD,
 			     first ? (void *)1 : NULL);
+	case W_CLONE_FILES: /* the descriptor table shared with this process */
+		return clone(clone_child, cstack + sizeof cstack, CLONE_FILES | SIGCHLD, NULL);
 	case W_FORK_: p = _Fork(); break;
 	case W_SYS_CLONE: p = (pid_t)syscall(SYS_clone, SIGCHLD, 0L, 0L, 0L, 0L); break;
 	case W_SYS_FORK:
@@ -202,5 +218,27 @@ int main(int argc, char **argv)
 	/* the parent's own view is intact */
 	char *ro = area + (TOGGLERS + 1) * PG;
 	printf("parent: read-only page %s\n", fg_rewrite(ro) == 'a' ? "faults" : "WRITABLE");
+	char *own = area + TOGGLERS * PG;
+	int made = mprotect(own, PG, PROT_READ) == 0 && fg_rewrite(own) == 'a';
+	printf("parent: a page made read-only now %s\n", made ? "faults" : "DOES NOT FAULT");
+	/* and while a child that shares the descriptor table lives */
+	pid_t sc = clone(sleeping_child, cstack + sizeof cstack, CLONE_FILES | SIGCHLD, NULL);
+	struct timespec d = {0, 200 * 1000000L};
+	nanosleep(&d, NULL); /* the child has made its own calls by now */
+	char *pg2 = area + (TOGGLERS + 2) * PG;
+	made = mprotect(pg2, PG, PROT_READ) == 0 && fg_rewrite(pg2) == 'a';
+	printf("parent: a page made read-only while a clone-files child lives %s\n",
+	       made ? "faults" : "DOES NOT FAULT");
+	printf("parent: that child %s\n", sc > 0 && reap(sc) == 0 ? "exited 0" : "failed");
+	/* descriptors the program opens now are its own to close (a child
+	 * sharing the table that closed mmfold's would have let their numbers
+	 * be reused, and the close guard would refuse the program's) */
+	int opened = 0, closed = 0;
+	for (int i = 0; i < 16; i++) {
+		int fd = open("/dev/null", O_RDONLY);
+		opened += fd >= 0;
+		closed += fd >= 0 && close(fd) == 0;
+	}
+	printf("parent: %d of %d descriptors opened were closed\n", closed, opened);
 	return 0;
 }
