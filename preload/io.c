@@ -371,7 +371,7 @@ MMF_EXPORT int __openat_2(int dfd, const char *path, int flags)
 }
 MMF_EXPORT int __openat64_2(int dfd, const char *path, int flags) __attribute__((alias("__openat_2")));
 
-MMF_EXPORT FILE *fopen(const char *path, const char *mode)
+static COLD FILE *fopen_slow(const char *path, const char *mode)
 {
 	own_maps(path);
 	FILE *(*f)(const char *, const char *) = mmf_next.fopen;
@@ -379,4 +379,5 @@ MMF_EXPORT FILE *fopen(const char *path, const char *mode)
 		f = (FILE * (*)(const char *, const char *)) mmf_next_early("fopen");
 	return f(path, mode);
 }
+FAST(FILE *, fopen, (const char *path, const char *mode), (path, mode))
 MMF_EXPORT FILE *fopen64(const char *path, const char *mode) __attribute__((alias("fopen")));
