@@ -21,6 +21,9 @@
  *   sigmask   pthread_sigmask(SIG_BLOCK, {SIGUSR2}, NULL)
  *   pread     pread(fd of /dev/zero, 1 byte, offset 0): one of the
  *             buffer-taking wrappers (pread, recv, readv, ...)
+ *   maskpair  the two raw rt_sigprocmask calls of a writer section (block
+ *             all but the synchronous signals, then restore): what they
+ *             cost a forwarded call, by wall time
  *
  * A few calls of the same kind run before loop() so that lazy binding and
  * mmfold's per-thread setup are not counted. */
@@ -32,6 +35,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define KIB 1024ul
@@ -92,6 +96,12 @@ static inline unsigned long one(int w, unsigned long i)
 		check(pread(fd, &c, 1, 0) == 1, "pread");
 		return 1;
 	}
+	case 10: {
+		unsigned long all = ~0ul, old;
+		syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, &old, 8);
+		syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, 8);
+		return 1;
+	}
 	}
 	return 0;
 }
@@ -105,13 +115,13 @@ static __attribute__((noinline)) unsigned long loop(int w, unsigned long n)
 	return calls;
 }
 
-static const char *const names[] = {"skip", "forward", "toggle",    "wx",      "write",
-				    "read", "open",    "sigaction", "sigmask", "pread"};
+static const char *const names[] = {"skip",  "forward", "toggle",    "wx",      "write",   "read",
+				    "open",  "sigaction", "sigmask", "pread", "maskpair"};
 
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: instr skip|forward|toggle|wx|write|read|open|sigaction|sigmask|pread [calls]\n");
+		fprintf(stderr, "usage: instr skip|forward|toggle|wx|write|read|open|sigaction|sigmask|pread|maskpair [calls]\n");
 		return 2;
 	}
 	int w = -1;
