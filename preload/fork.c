@@ -12,10 +12,9 @@
  * parent's in the parent.
  *
  * With CLONE_VFORK (and no CLONE_VM) the calling thread sleeps until the
- * child execs or exits, so the lock is released before the copy: the
- * child forgets the map (its calls are forwarded, none skipped), and with
- * MMFOLD_BARRIER=uffd a page another thread write-protects in between
- * would be writable in the child.
+ * child execs or exits; the prepare step holds no lock (life.c), so the
+ * parent's other threads go on meanwhile (lazy mode defers nothing and
+ * the barrier protects plainly until then).
  *
  * Left as they are: calls with CLONE_VM (a thread, or vfork's child, which
  * shares the parent's memory and mmfold's state with it) or CLONE_SETTLS
@@ -77,16 +76,9 @@ MMF_EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
 		return next(fn, stack, flags, arg, ptid, tls, ctid);
 	struct start s = {fn, arg, (unsigned)flags};
 	mmf_atfork_prepare();
-	if (flags & CLONE_VFORK)
-		/* This thread sleeps until the child execs or exits: the other
-		 * threads must not wait that long for the lock.  Released
-		 * before the copy, so the child trusts none of the map (the
-		 * child's step forgets it) and starts with a free lock. */
-		mmf_atfork_parent();
 	int r = next(child_start, stack, flags, &s, ptid, tls, ctid);
 	int e = errno;
-	if (!(flags & CLONE_VFORK))
-		mmf_atfork_parent();
+	mmf_atfork_parent();
 	errno = e;
 	return r;
 }

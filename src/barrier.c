@@ -462,7 +462,10 @@ static int unprotect(uint64_t s, uint64_t e)
 
 int mmf_barrier_run(const struct mmf_op *op, int batch, long *res)
 {
-	if (op->kind != MMF_K_MPROTECT || op->flags || batch) {
+	/* while a thread forks, plain calls: a page protected now would be
+	 * writable in the child (registrations are not inherited) */
+	if (op->kind != MMF_K_MPROTECT || op->flags || batch ||
+	    __atomic_load_n(&mmf_forking, __ATOMIC_SEQ_CST)) {
 		mmf_barrier_before(op);
 		return 0;
 	}
@@ -492,7 +495,10 @@ int mmf_barrier_run(const struct mmf_op *op, int batch, long *res)
 	}
 	mmf_writer_enter();
 	drain();
-	int done = prot == PROT_READ ? protect(a, e) : unprotect(a, e);
+	/* again under the lock: a fork's prepare step may have made every
+	 * page plain since the test above */
+	int done = !__atomic_load_n(&mmf_forking, __ATOMIC_SEQ_CST) &&
+		   (prot == PROT_READ ? protect(a, e) : unprotect(a, e));
 	if (!done)
 		unwrap(a, e);
 	mmf_writer_leave();

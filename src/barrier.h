@@ -35,6 +35,10 @@
 
 /* 1 once the mode is on (userfaultfd works here and the handler is ours). */
 extern int mmf_barrier_on;
+/* Threads between fork's prepare and parent steps (set by life.c, kept in
+ * wlock.c): nothing is deferred (lazy mode) or write-protected through
+ * userfaultfd while it is not 0. */
+extern int mmf_forking;
 
 /* Late start-up (constructor), after lazy mode's: opens the userfaultfd,
  * checks write-protection of anonymous memory works (on never-touched

@@ -3,6 +3,8 @@
  * handler that makes it.  The tables are in lazy.c.  See docs/DESIGN.md. */
 #include "core.h"
 
+#include "barrier.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -300,7 +302,8 @@ static int lazy_may_defer(struct mmf_lazy_state *z, uint64_t s, uint64_t e, int 
 {
 	(void)s;
 	(void)e;
-	if (__atomic_load_n(&z->broken, __ATOMIC_RELAXED))
+	if (__atomic_load_n(&z->broken, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&mmf_forking, __ATOMIC_SEQ_CST))
 		return 0;
 	/* again under the lock: a thread that has just come to block SIGSEGV
 	 * counted itself before it took the lock to make what waits */
@@ -375,7 +378,8 @@ int lazy_run(struct mmf_op *op, struct mmf_tstats *t, long *res)
 				if (had)
 					mmf_event(MMF_E_LAZY_CANCELLED);
 				handled = 1;
-			} else if (v == MMF_CHANGE && mmf_lazy_set(&z->fork, s, e, w.adv_val) == 0) {
+			} else if (v == MMF_CHANGE && !__atomic_load_n(&mmf_forking, __ATOMIC_SEQ_CST) &&
+				   mmf_lazy_set(&z->fork, s, e, w.adv_val) == 0) {
 				mmf_stat_add(t, k, MMF_S_DEFERRED, 1);
 				handled = 1;
 			}

@@ -112,28 +112,48 @@ void mmf_late_init(void)
 
 /* ---- fork --------------------------------------------------------------- */
 
-static int fork_locked;
+/* Threads in fork between its prepare and parent steps.  The writer lock
+ * is not held across a fork: other libraries' prepare handlers run after
+ * mmfold's and take their own locks (an allocator's), which a thread may
+ * hold while it waits for mmfold's in mprotect; holding ours meanwhile
+ * deadlocked headless Chromium (PartitionAlloc) once in about a hundred
+ * lazy-mode runs.  Instead, while this count is not 0 nothing is deferred
+ * or write-protected through userfaultfd (lazy mode, the barrier), so
+ * what prepare made stays made until the copy; a child that finds the
+ * lock held in its copy of the map trusts none of it.  (mmf_forking is
+ * kept in wlock.c, below the barrier, which reads it.) */
+static __thread int fork_counted __attribute__((tls_model("initial-exec")));
 
 void mmf_atfork_prepare(void)
 {
 	if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2 || mode == MMF_MODE_OFF)
 		return;
-	if (in_write) {
-		fork_locked = 0; /* fork from a handler that interrupted us */
-		return;
-	}
+	/* set before anything is made: a deferral that sees 0 happens under
+	 * the lock before the flushes' sections, which then make it */
+	__atomic_add_fetch(&mmf_forking, 1, __ATOMIC_SEQ_CST);
+	fork_counted++; /* a fork from a handler inside another's steps nests */
+	if (in_write)
+		return; /* fork from a handler that interrupted us: the child forgets the map */
 	mmf_batch_flush_all(); /* the child gets what the batches asked for */
-	mmf_lazy_flush_all();  /* and what lazy mode deferred */
-	wenter();
-	fork_locked = 1;
-	mmf_barrier_fork_prepare();
+	if (mmf_lazy_active()) {
+		/* a section that read the count as 0 and defers ends first:
+		 * then the flush sees what it deferred */
+		wenter();
+		wleave();
+	}
+	mmf_lazy_flush_all(); /* and what lazy mode deferred */
+	if (__atomic_load_n(&mmf_barrier_on, __ATOMIC_RELAXED)) {
+		wenter();
+		mmf_barrier_fork_prepare();
+		wleave();
+	}
 }
 
 void mmf_atfork_parent(void)
 {
-	if (fork_locked) {
-		fork_locked = 0;
-		wleave();
+	if (fork_counted) {
+		fork_counted--;
+		__atomic_sub_fetch(&mmf_forking, 1, __ATOMIC_SEQ_CST);
 	}
 }
 
@@ -152,17 +172,21 @@ void mmf_atfork_child_of(unsigned long clone_flags)
 	__atomic_store_n(&fini_done, 0, __ATOMIC_RELAXED);
 	if (mode == MMF_MODE_OFF)
 		return;
+	/* another thread of the parent held the lock at the copy (or this
+	 * one, from a handler inside its section): the map may be mid-change */
+	int mid_change = map.lock != 0 || (map.seq & 1) || in_write;
 	map.lock = 0;
+	mmf_forking = 0; /* only this thread goes on */
+	fork_counted = 0;
 	mmf_batch_fork_child(files_shared);
 	mmf_barrier_fork_child(files_shared);
-	if (!fork_locked) {
-		/* The map may be mid-change: trust nothing. */
+	if (mid_change) {
+		/* trust nothing */
 		map.seq &= ~1u;
 		mmf_map_clear(&map);
 	} else {
 		mmf_map_fork_child(&map);
 	}
-	fork_locked = 0;
 	in_write = 0;
 	async_restore(); /* the parent's writer section blocked them */
 	PST(pending.n, 0);

@@ -15,6 +15,7 @@
 #include "fast.h"
 
 struct mmf_map map;
+int mmf_forking; /* life.c's fork steps; see there */
 
 /* This thread's writer state: 0 none, 1 holds the map lock, 2 releasing.
  * Signal handlers on this thread read and change it and the pending list

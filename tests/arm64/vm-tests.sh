@@ -47,6 +47,7 @@ export RUN_TIMEOUT=300
 export BARRIER_UFFD_RUNS=4
 # The clonefork test: 5 children per way, not 30.
 export CLONEFORK_ROUNDS=5
+export FORKLOCK_FORKS=50
 export MMFOLD_LIB=/mmfold/build/libmmfold.so MMFOLD_BUILD=/mmfold/build TESTS_PREBUILT=1
 export CK_DEFAULT_TIMEOUT=300 CK_TIMEOUT_MULTIPLIER=$TIMEOUT_MULT
 B=/mmfold/build

@@ -823,6 +823,10 @@ END_TEST
  * change protections: none hangs, each sees its own protections. */
 START_TEST(script_clonefork) { run_script("clonefork"); }
 END_TEST
+/* fork() while a thread holds a library's lock (taken by the library's
+ * atfork prepare handler) and calls mprotect under it: no deadlock. */
+START_TEST(script_forklock) { run_script("forklock"); }
+END_TEST
 START_TEST(script_broken_is_caught) { run_script("broken"); }
 END_TEST
 /* Threads racing lazy mode's deferred promotions: no spurious or missed
@@ -1205,6 +1209,7 @@ Suite *preload_suite(void)
 	tcase_add_test(d, script_ctor);
 	tcase_add_test(d, script_sigreentry);
 	tcase_add_test(d, script_clonefork);
+	tcase_add_test(d, script_forklock);
 	tcase_add_test(d, script_broken_is_caught);
 	tcase_add_test(d, script_lazystress);
 	tcase_add_test(d, script_stopworld);

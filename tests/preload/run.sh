@@ -18,7 +18,8 @@
 #      (a machine without a compiler: the arm64 VM of make check-arm64-system),
 #      BARRIER_UFFD_RUNS (default 50): runs of the barrier-uffd test,
 #      CLONEFORK_ROUNDS (default 30): children per way of the clonefork test,
-# Tests: walk walk-shape walk-stats errno_matrix barrier uffd barrier-uffd ctor sigreentry clonefork broken
+#      FORKLOCK_FORKS (default 300): forks of the forklock test,
+# Tests: walk walk-shape walk-stats errno_matrix barrier uffd barrier-uffd ctor sigreentry clonefork forklock broken
 # sigchain barrier-sigchain lazystress stopworld (default: all; the last two run with
 # MMFOLD_SIGCHAIN=on, so mmfold's SIGSEGV handler runs first).  Each program runs without the library (reference) and
 # with it in modes off, safe and observe; stdout and exit status must be
@@ -63,6 +64,9 @@ build() {
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/uffd" "$HERE/uffd.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/sigreentry" "$HERE/sigreentry.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/clonefork" "$HERE/clonefork.c" &&
+		"$CC" "${CFLAGS[@]}" -shared -fPIC -o "$BUILD/libforklockl.so" "$HERE/forklockl.c" &&
+		"$CC" "${CFLAGS[@]}" -o "$BUILD/forklock" "$HERE/forklock.c" \
+			-L"$BUILD" -lforklockl -Wl,-rpath,"\$ORIGIN" &&
 		"$CC" "${CFLAGS[@]}" -shared -fPIC -o "$BUILD/libctorlib.so" "$HERE/ctorlib.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/ctor_main" "$HERE/ctor_main.c" \
 			-L"$BUILD" -lctorlib -Wl,-rpath,"\$ORIGIN" &&
@@ -72,7 +76,7 @@ build() {
 			-L"$BUILD" -lsigctor -Wl,-rpath,"\$ORIGIN"
 	} >"$log" 2>&1
 }
-PROGRAMS=(walk errno_matrix barrier uffd sigreentry clonefork libctorlib.so ctor_main broken.so libsigctor.so sigchain)
+PROGRAMS=(walk errno_matrix barrier uffd sigreentry clonefork libforklockl.so forklock libctorlib.so ctor_main broken.so libsigctor.so sigchain)
 if [ -n "${TESTS_PREBUILT:-}" ]; then
 	for p in "${PROGRAMS[@]}"; do
 		[ -f "$BUILD/$p" ] || bad build "TESTS_PREBUILT is set but $BUILD/$p is missing"
@@ -416,7 +420,7 @@ t_barrier_uffd() {
 
 tests=("$@")
 [ ${#tests[@]} = 0 ] && tests=(walk walk-shape walk-stats errno_matrix barrier uffd barrier-uffd ctor
-	sigreentry clonefork broken sigchain barrier-sigchain lazystress stopworld)
+	sigreentry clonefork forklock broken sigchain barrier-sigchain lazystress stopworld)
 for t in "${tests[@]}"; do
 	case $t in
 	walk) t_walk ;;
@@ -429,6 +433,7 @@ for t in "${tests[@]}"; do
 	ctor) t_simple ctor "$BUILD/ctor_main" ;;
 	sigreentry) t_simple sigreentry "$BUILD/sigreentry" ;;
 	clonefork) t_simple clonefork "$BUILD/clonefork" "${CLONEFORK_ROUNDS:-30}" ;;
+	forklock) t_simple forklock "$BUILD/forklock" "${FORKLOCK_FORKS:-300}" ;;
 	broken) t_broken ;;
 	lazystress) t_lazystress ;;
 	stopworld) t_simple stopworld "$BUILD/stopworld" 2000 ;;
