@@ -1,5 +1,5 @@
-/* Processes made without fork(): clone() without CLONE_VM (Chromium makes
- * its zygote and sandboxed children this way), _Fork(), and
+/* Processes made without fork(): clone() without CLONE_VM (Chromium's
+ * launcher uses it for children with namespace flags), _Fork(), and
  * syscall(SYS_clone / SYS_fork) run no pthread_atfork handler.  Their child
  * is a copy of the calling thread alone, taken at any moment: another
  * thread of the parent may hold the map's writer lock (the child's next
@@ -32,9 +32,6 @@
 #endif
 #ifndef CLONE_SETTLS
 #define CLONE_SETTLS 0x00080000
-#endif
-#ifndef CLONE_VFORK
-#define CLONE_VFORK 0x00004000
 #endif
 
 /* A clone that makes a new process out of a copy of this one. */
