@@ -165,7 +165,7 @@ while [ ${#queue[@]} -gt 0 ]; do
 	queue=("${queue[@]:1}")
 	[ -n "${have[$n]:-}" ] && continue
 	have[$n]=1
-	case $n in libctorlib.so | libsigctor.so) continue ;; esac # rpath $ORIGIN
+	case $n in libctorlib.so | libsigctor.so | libforklockl.so) continue ;; esac # rpath $ORIGIN
 	p=$(findlib "$n") || { bad setup "no $n among the arm64 multiarch libraries (tests/arm64/deps.sh)"; finish; }
 	cp -L "$p" "$R/lib/aarch64-linux-gnu/$n"
 	queue+=($("${CROSS}readelf" -d "$p" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'))
