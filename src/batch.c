@@ -505,6 +505,7 @@ int mmf_batch_intercept(const struct mmf_op *op, long *res)
 int mmf_batch_begin(void)
 {
 	mmf_fast_forget(); /* calls in a batch are queued, not answered early */
+	mmf_bypass_refuse(); /* queues are applied under the lock (wlock.c) */
 	return ++mmf_batch_depth;
 }
 

@@ -28,6 +28,8 @@ struct mmf_batch_err {
 
 /* The API.  begin returns the new depth; end and flush return 0 or -errno
  * and describe the first failure in *err (may be NULL). */
+/* wlock.c: no call bypasses the map once a batch has begun. */
+void mmf_bypass_refuse(void);
 int mmf_batch_begin(void);
 long mmf_batch_end(struct mmf_batch_err *err);
 long mmf_batch_flush(struct mmf_batch_err *err);

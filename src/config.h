@@ -74,6 +74,7 @@ MMF_CHOICE_ENUM(MMF_BARRIERS);
 	X(WX, "MMFOLD_WX", 'E', MMF_WX_KEEP, 0, 0, MMF_CHOICES(MMF_WXS))                         \
 	X(LAZY_TOUCHED, "MMFOLD_LAZY_TOUCHED", 'I', 75, 1, 100, NULL)                            \
 	X(BARRIER, "MMFOLD_BARRIER", 'E', MMF_BARRIER_OFF, 0, 0, MMF_CHOICES(MMF_BARRIERS))      \
+	X(LOCK_WAIT, "MMFOLD_LOCK_WAIT", 'I', 1000, 0, 1000000, NULL)                          \
 	X(LIB, "MMFOLD_LIB", 'S', 0, 0, 0, NULL) /* for the tools: not used here */
 
 enum {

@@ -84,6 +84,22 @@ void async_restore(void);
 /* A re-entrant call changed [s,e) (s | 1: it replaced what lazy mode had
  * pending there): forgotten before the lock is released. */
 void pending_add(uint64_t s, uint64_t e);
+/* Calls that bypass the map (wlock.c, where the rules are).  mmf_bypass_ok:
+ * the configuration allows it; mmf_stale: bypassing calls not yet
+ * accounted for (nothing is skipped while it is not 0); mmf_stale_epoch:
+ * bypasses ever begun. */
+extern uint32_t mmf_bypass_ok;
+extern uint64_t mmf_lock_wait_ns;
+extern uint64_t mmf_stale, mmf_stale_epoch;
+int wenter_try(void);
+void stale_add(uint64_t s, uint64_t e, int prot_only);
+void stale_add_all(void);
+void stale_begin(void);
+void stale_end(void);
+void mmf_stale_fork_child(void);
+int mmf_stale_init(void); /* its list's page; -1: no bypassing */
+void mmf_bypass_allow(int ok);
+void mmf_bypass_refuse(void);
 
 /* ---- question.c: the skip question and safe mode's state ----------------- */
 /* Safe mode's state, one instance (safe_state): process facts that decide
@@ -111,11 +127,13 @@ void trace(const struct mmf_op *op, const char *what, long r);
 
 /* ---- record.c: recording ------------------------------------------------- */
 void record(const struct mmf_op *op, long r, const struct mmf_hint *h);
-void reentry_forget(const struct mmf_op *op, long r);
+void reentry_forget(const struct mmf_op *op, long r, int stale);
 
 /* ---- decide.c: safe mode's decisions ------------------------------------- */
 long forward(const struct mmf_op *op, struct mmf_tstats *t, uint64_t bytes);
 long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked);
+/* A call forwarded without the map (when wenter_try says so). */
+long mmf_bypass(const struct mmf_op *op, struct mmf_tstats *t, uint64_t asked);
 
 /* ---- lazy.c: lazy mode's state and tables -------------------------------- */
 /* Lazy mode's state, one instance (lazy_state); the tables and the map

@@ -43,14 +43,30 @@ long forward(const struct mmf_op *op, struct mmf_tstats *t, uint64_t bytes)
 }
 
 
+/* A call forwarded without the map (wlock.c, "calls that bypass the
+ * map"): counted in mmf_stale before it reaches the kernel, its ranges
+ * listed after. */
+long mmf_bypass(const struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
+{
+	stale_begin();
+	if (!in_write)
+		mmf_event(MMF_E_BYPASSED);
+	long r = forward(op, t, asked);
+	reentry_forget(op, r, 1);
+	stale_end();
+	return r;
+}
+
 /* A call made on behalf of a batch: decided and recorded like any other,
  * without being counted as a call again. */
 long mmf_apply(struct mmf_op *op)
 {
 	struct mmf_tstats *t = mmf_stats_self();
 	if (in_write) {
+		if (__atomic_load_n(&mmf_bypass_ok, __ATOMIC_RELAXED))
+			return mmf_bypass(op, t, (uint64_t)op->a[1]);
 		long r = forward(op, t, (uint64_t)op->a[1]);
-		reentry_forget(op, r);
+		reentry_forget(op, r, 0);
 		return r;
 	}
 	return decide(op, t, (uint64_t)op->a[1]);
@@ -90,7 +106,12 @@ long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 	}
 	int shape = 0; /* a change on known memory: range shaping may apply */
 	if (wx == MMF_WX_NONE && question(op, &s, &e, &w)) {
+		uint64_t stale = __atomic_load_n(&mmf_stale, __ATOMIC_ACQUIRE);
 		int v = mmf_map_check_hint(&map, s, e, &w, &hint);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		/* a call bypassing the map may have changed what it says */
+		if (v < MMF_CHANGE && (stale || __atomic_load_n(&mmf_stale, __ATOMIC_RELAXED)))
+			v = MMF_CHANGE;
 		shape = v == MMF_CHANGE && mode >= MMF_MODE_SAFE && w.what != MMF_Q_LOCK;
 		/* The range is one record: nothing inside it is already at the
 		 * target, and the model gives widening no credit, so auto would
@@ -146,14 +167,23 @@ long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 	}
 
 	uint64_t align = (k == MMF_K_MMAP && mode >= MMF_MODE_SAFE) ? align_plan(&folio_policy, op) : 0;
-	wenter();
+	if (!wenter_try())
+		return mmf_bypass(op, t, asked);
 	long r;
 	if (mode >= MMF_MODE_SAFE)
 		mmf_wx_before(op);
+	/* shaping trusts the map: not while a bypassing call may have changed
+	 * it; one that begins meanwhile (the epoch moves) gets the caller's
+	 * call forwarded as asked after the shaped one */
+	uint64_t epoch = __atomic_load_n(&mmf_stale_epoch, __ATOMIC_SEQ_CST);
+	if (shape && __atomic_load_n(&mmf_stale, __ATOMIC_SEQ_CST))
+		shape = 0;
 	if (align)
 		r = mmap_aligned(&folio_policy, op, t, align);
-	else if (shape && mmf_shape_forward(&map, op, s, e, &w, t, forward, &r))
-		;
+	else if (shape && mmf_shape_forward(&map, op, s, e, &w, t, forward, &r)) {
+		if (__atomic_load_n(&mmf_stale_epoch, __ATOMIC_SEQ_CST) != epoch)
+			r = forward(op, t, asked);
+	}
 	else if (!(k == MMF_K_MREMAP && mode >= MMF_MODE_SAFE && mremap_aligned(&folio_policy, op, t, &r)))
 		r = forward(op, t, asked);
 	record(op, r, &hint);
@@ -173,7 +203,8 @@ long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 /* brk/sbrk: the heap may shrink over ranges the map knows. */
 long run_brk(struct mmf_op *op, struct mmf_tstats *t)
 {
-	wenter();
+	if (!wenter_try())
+		return mmf_bypass(op, t, 0);
 	uint64_t before = (uint64_t)mmf_sys6(SYS_brk, 0, 0, 0, 0, 0, 0);
 	long r = forward(op, t, 0);
 	uint64_t after = (uint64_t)mmf_sys6(SYS_brk, 0, 0, 0, 0, 0, 0);

@@ -54,8 +54,10 @@ long mmf_run(struct mmf_op *op)
 		/* Re-entered while this thread holds the map. */
 		mmf_event(MMF_E_REENTRY);
 		mmf_barrier_reentry(op);
+		if (__atomic_load_n(&mmf_bypass_ok, __ATOMIC_RELAXED))
+			return mmf_bypass(op, t, asked);
 		long r = forward(op, t, asked);
-		reentry_forget(op, r);
+		reentry_forget(op, r, 0);
 		return r;
 	}
 

@@ -66,6 +66,9 @@ extern uint64_t mmf_fast_pgmask;
 extern uint64_t mmf_fast_cmask, mmf_fast_cwant;
 extern uint32_t mmf_fast_chg_prots;
 extern const uint32_t *mmf_fast_seq; /* the shadow map's sequence */
+/* Calls bypassing the map not yet accounted for (wlock.c): no skip while
+ * it is not 0, read before and after the map. */
+extern uint64_t mmf_stale;
 
 /* A hint: a record of the map as a reader found it. */
 struct mmf_fast_rec {
@@ -194,7 +197,7 @@ static inline int mmf_fast_mprotect(uint64_t a, uint64_t len, int prot, uint64_t
 {
 	struct mmf_fast_tls *x = &mmf_fast_tls;
 	if (__builtin_expect(__atomic_load_n(&mmf_fast.all, __ATOMIC_RELAXED) != 0, 0) ||
-	    (unsigned)prot > 7)
+	    (unsigned)prot > 7 || __atomic_load_n(&mmf_stale, __ATOMIC_ACQUIRE))
 		return MMF_FAST_GENERAL;
 	uint32_t gen = x->gen;
 	MMF_FAST_FENCE();
@@ -215,7 +218,8 @@ static inline int mmf_fast_mprotect(uint64_t a, uint64_t len, int prot, uint64_t
 		return MMF_FAST_GENERAL;
 	uint64_t v = __atomic_load_n(attr, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	if (__atomic_load_n(mmf_fast_seq, __ATOMIC_RELAXED) != seq)
+	if (__atomic_load_n(mmf_fast_seq, __ATOMIC_RELAXED) != seq ||
+	    __atomic_load_n(&mmf_stale, __ATOMIC_RELAXED))
 		return MMF_FAST_GENERAL;
 	struct mmf_tstats *t = x->t;
 	if ((v & mmf_fast_mask) != mmf_fast_want[prot] || __builtin_expect(!t, 0)) {

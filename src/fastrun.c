@@ -31,7 +31,8 @@ long mmf_run_change(struct mmf_op *op, uint64_t v0, uint32_t g)
 	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_CALLS, 1);
 	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_BYTES_ASKED, asked);
 	struct mmf_hint h = {fr.b, fr.i, fr.seq, fr.start, fr.end, fr.attr, fr.start, fr.end};
-	wenter(); /* empties the hint */
+	if (!wenter_try()) /* empties the hint */
+		return mmf_bypass(op, t, asked);
 	uint64_t v = PLD(*fr.attr);
 	if (map.seq != fr.seq || (v & mmf_fast_cmask) != mmf_fast_cwant) {
 		wleave();

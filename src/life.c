@@ -76,6 +76,8 @@ void mmf_early_init(void)
 		mmf_log(0, "mmfold: cannot map memory for the shadow map; forwarding everything");
 		mode = MMF_MODE_OFF;
 	}
+	if (mode != MMF_MODE_OFF)
+		(void)mmf_stale_init(); /* on failure no call bypasses the map */
 	if (mode >= MMF_MODE_SAFE && cfg.v[MMF_OPT_WX] != MMF_WX_OFF) {
 		if (!folio_policy.sys.nsizes && cfg.v[MMF_OPT_THP] != MMF_THP_OFF)
 			mmf_folio_probe(&folio_policy.sys);
@@ -174,7 +176,9 @@ void mmf_atfork_child_of(unsigned long clone_flags)
 		return;
 	/* another thread of the parent held the lock at the copy (or this
 	 * one, from a handler inside its section): the map may be mid-change */
-	int mid_change = map.lock != 0 || (map.seq & 1) || in_write;
+	int mid_change = map.lock != 0 || (map.seq & 1) || in_write ||
+			 __atomic_load_n(&mmf_stale, __ATOMIC_RELAXED);
+	mmf_stale_fork_child();
 	map.lock = 0;
 	mmf_forking = 0; /* only this thread goes on */
 	fork_counted = 0;
@@ -231,6 +235,14 @@ void fast_gate(void)
 		       (__atomic_load_n(&mmf_barrier_on, __ATOMIC_RELAXED) ? MMF_FAST_BARRIER : 0);
 	mmf_fast_set(off, PLD(safe_state.mdwe), cfg.v[MMF_OPT_WX] == MMF_WX_RELAX, page,
 		     mode == MMF_MODE_OFF ? NULL : &map.seq, PLD(lazy_state.on));
+	/* wlock.c: what a call bypassing the map would leave out */
+	int bypass = __atomic_load_n(&init_state, __ATOMIC_ACQUIRE) == 2 &&
+		     (mode == MMF_MODE_SAFE || mode == MMF_MODE_OBSERVE) && !PLD(lazy_state.on) &&
+		     !__atomic_load_n(&mmf_barrier_on, __ATOMIC_RELAXED) &&
+		     !__atomic_load_n(&mmf_prof_on, __ATOMIC_ACQUIRE) &&
+		     cfg.v[MMF_OPT_WX] != MMF_WX_RELAX && cfg.v[MMF_OPT_SHAPE] != MMF_SHAPE_WIDEN;
+	mmf_lock_wait_ns = (uint64_t)cfg.v[MMF_OPT_LOCK_WAIT] * 1000u;
+	mmf_bypass_allow(bypass);
 }
 
 /* Process-wide settings another call changed (preload/misc.c). */

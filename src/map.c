@@ -2,6 +2,7 @@
  * and writers.  The readers are in mapread.c. */
 #include "mapint.h"
 
+#include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -95,6 +96,29 @@ void mmf_map_wlock(struct mmf_map *m)
 		mmf_sys_futex_wait(&m->lock, 2);
 		c = __atomic_exchange_n(&m->lock, 2, __ATOMIC_ACQUIRE);
 	}
+}
+
+int mmf_map_wlock_until(struct mmf_map *m, uint64_t deadline_ns)
+{
+	uint32_t c = 0;
+	for (int spin = 0; spin < 100; spin++) {
+		c = 0;
+		if (__atomic_compare_exchange_n(&m->lock, &c, 1, 0, __ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED))
+			return 1;
+		cpu_relax();
+	}
+	if (c != 2)
+		c = __atomic_exchange_n(&m->lock, 2, __ATOMIC_ACQUIRE);
+	while (c != 0) {
+		if (mmf_sys_futex_wait_until(&m->lock, 2, deadline_ns) == -ETIMEDOUT) {
+			/* a last try: the lock word says 2 for the waiters that stay */
+			c = __atomic_exchange_n(&m->lock, 2, __ATOMIC_ACQUIRE);
+			return c == 0;
+		}
+		c = __atomic_exchange_n(&m->lock, 2, __ATOMIC_ACQUIRE);
+	}
+	return 1;
 }
 
 void mmf_map_wunlock(struct mmf_map *m)

@@ -129,6 +129,9 @@ void mmf_map_clear(struct mmf_map *m);
 void mmf_map_wlock(struct mmf_map *m);
 void mmf_map_wunlock(struct mmf_map *m);
 int mmf_map_trywlock(struct mmf_map *m); /* 1 when taken */
+/* mmf_map_wlock that gives up when CLOCK_MONOTONIC reaches deadline_ns:
+ * 1 when taken, 0 when not. */
+int mmf_map_wlock_until(struct mmf_map *m, uint64_t deadline_ns);
 
 /* Writers: caller holds the writer lock.  start/end page aligned,
  * start < end.  They never fail: when blocks run out the map sets `full`

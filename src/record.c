@@ -354,8 +354,27 @@ void record(const struct mmf_op *op, long r, const struct mmf_hint *h)
 	}
 }
 
-/* The range a re-entrant call may have changed, for forgetting. */
-void reentry_forget(const struct mmf_op *op, long r)
+/* Where a re-entrant or bypassing call's ranges go: this thread's pending
+ * list, or (stale) the list of bypassing calls (wlock.c). */
+static void forget_range(int stale, uint64_t s, uint64_t e, int prot_only)
+{
+	if (stale)
+		stale_add(s & ~1ull, e, prot_only);
+	else
+		pending_add(s, e);
+}
+
+static void forget_all(int stale)
+{
+	if (stale)
+		stale_add_all();
+	else
+		PST(pending.all, 1);
+}
+
+/* The range a re-entrant (or bypassing) call may have changed, for
+ * forgetting. */
+void reentry_forget(const struct mmf_op *op, long r, int stale)
 {
 	uint64_t s, e;
 	switch (op->kind) {
@@ -364,38 +383,38 @@ void reentry_forget(const struct mmf_op *op, long r)
 	case MMF_K_PROCESS_MADVISE:
 	case MMF_K_BRK:
 	case MMF_K_SHMAT:
-		PST(pending.all, 1);
+		forget_all(stale);
 		return;
 	case MMF_K_MMAP:
 		if (!mmf_is_err(r))
-			pending_add((uint64_t)r | 1, (uint64_t)r + (((uint64_t)op->a[1] + page - 1) &
-								    ~(uint64_t)(page - 1)));
+			forget_range(stale, (uint64_t)r | 1, (uint64_t)r + (((uint64_t)op->a[1] + page - 1) &
+								    ~(uint64_t)(page - 1)), 0);
 		if (op->a[3] & MAP_FIXED) {
 			touched(op, &s, &e);
-			pending_add(s | 1, e);
+			forget_range(stale, s | 1, e, 0);
 		}
 		return;
 	case MMF_K_MREMAP:
 		touched(op, &s, &e);
-		pending_add(s | 1, e);
+		forget_range(stale, s | 1, e, 0);
 		if (!mmf_is_err(r))
-			pending_add((uint64_t)r | 1, (uint64_t)r + (((uint64_t)op->a[2] + page - 1) &
-								    ~(uint64_t)(page - 1)));
+			forget_range(stale, (uint64_t)r | 1, (uint64_t)r + (((uint64_t)op->a[2] + page - 1) &
+								    ~(uint64_t)(page - 1)), 0);
 		return;
 	case MMF_K_MUNMAP:
 		touched(op, &s, &e);
-		pending_add(s | 1, e);
+		forget_range(stale, s | 1, e, 0);
 		return;
 	case MMF_K_MPROTECT:
 		if (op->a[2] & (PROT_GROWSDOWN | PROT_GROWSUP)) {
-			PST(pending.all, 1);
+			forget_all(stale);
 			return;
 		}
 		touched(op, &s, &e);
-		pending_add(s | 1, e); /* replaces a pending promotion there */
+		forget_range(stale, s | 1, e, 1); /* replaces a pending promotion there */
 		return;
 	default:
 		touched(op, &s, &e);
-		pending_add(s, e);
+		forget_range(stale, s, e, 0);
 	}
 }

@@ -46,6 +46,9 @@ enum {
 	X(REENTRY, "reentered")          /* calls from a signal handler or      \
 					    nested interposer while this thread \
 					    held the map: forwarded, forgotten */ \
+	X(BYPASSED, "bypassed")          /* calls that did not get the map's  \
+					    writer lock in time: forwarded,     \
+					    their ranges made unknown */        \
 	X(VERIFY_CHECKS, "verify_checks") X(VERIFY_MISMATCH, "verify_mismatches") \
 	X(BUSY, "map_busy")               /* reader gave up: forwarded */       \
 	X(FORKS, "forks")                                                      \

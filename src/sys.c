@@ -8,6 +8,7 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 
 long mmf_sys6_raw(long n, long a, long b, long c, long d, long e, long f)
 {
@@ -158,6 +159,14 @@ long mmf_sys_gettid(void) { return mmf_sys6(SYS_gettid, 0, 0, 0, 0, 0, 0); }
 long mmf_sys_futex_wait(uint32_t *uaddr, uint32_t val)
 {
 	return mmf_sys6(SYS_futex, (long)uaddr, FUTEX_WAIT_PRIVATE, val, 0, 0, 0);
+}
+
+long mmf_sys_futex_wait_until(uint32_t *uaddr, uint32_t val, uint64_t deadline_ns)
+{
+	struct timespec ts = {(time_t)(deadline_ns / 1000000000u), (long)(deadline_ns % 1000000000u)};
+	/* FUTEX_WAIT_BITSET: the timeout is absolute, on CLOCK_MONOTONIC */
+	return mmf_sys6(SYS_futex, (long)uaddr, FUTEX_WAIT_BITSET_PRIVATE, val, (long)&ts, 0,
+			FUTEX_BITSET_MATCH_ANY);
 }
 
 long mmf_sys_futex_wake(uint32_t *uaddr, int n)

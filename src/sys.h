@@ -253,6 +253,9 @@ long mmf_sys_write_all(int fd, const void *buf, size_t n);
 long mmf_sys_getpid(void);
 long mmf_sys_gettid(void);
 long mmf_sys_futex_wait(uint32_t *uaddr, uint32_t val);
+/* Waits while *uaddr == val, until CLOCK_MONOTONIC reaches deadline_ns
+ * (-ETIMEDOUT then). */
+long mmf_sys_futex_wait_until(uint32_t *uaddr, uint32_t val, uint64_t deadline_ns);
 long mmf_sys_futex_wake(uint32_t *uaddr, int n);
 long mmf_sys_sched_yield(void);
 

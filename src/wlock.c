@@ -1,5 +1,6 @@
-/* The writer section: the shadow map the engine keeps, its writer lock and
- * the list of ranges changed behind the holder's back.  See docs/DESIGN.md.
+/* The writer section: the shadow map the engine keeps, its writer lock,
+ * the list of ranges changed behind the holder's back, and calls that
+ * bypass the map.  See docs/DESIGN.md, section 4.
  *
  * Lock order: the map's writer lock is the only lock and a leaf.  A thread
  * holds it from just before it forwards a call that changes the map until
@@ -15,7 +16,9 @@
 #include "fast.h"
 
 struct mmf_map map;
-int mmf_forking; /* life.c's fork steps; see there */
+int mmf_forking;
+static uint32_t lock_gen;  /* moves at every acquisition (under the lock) */
+static uint32_t stuck_gen; /* lock_gen + 1 of a holder a waiter gave up on */ /* life.c's fork steps; see there */
 
 /* This thread's writer state: 0 none, 1 holds the map lock, 2 releasing.
  * Signal handlers on this thread read and change it and the pending list
@@ -28,8 +31,9 @@ __thread volatile int in_write __attribute__((tls_model("initial-exec")));
  * (which run to completion) and taken off with a compare-and-swap of n. */
 __thread struct mmf_pending pending __attribute__((tls_model("initial-exec")));
 
-/* A writer section runs with asynchronous signals blocked, for two
- * reasons.  A collector that stops the world with signals (Boehm GC, Mono)
+/* Where calls may not bypass the map (below: lazy mode, batches, the
+ * barrier, ...), a writer section runs with asynchronous signals blocked,
+ * for two reasons.  A collector that stops the world with signals (Boehm GC, Mono)
  * parks each mutator in a handler until it restarts them, and calls
  * mprotect/munmap itself meanwhile: a mutator parked inside a section
  * would hold the lock the collector's call waits for, for ever
@@ -43,7 +47,8 @@ __thread struct mmf_pending pending __attribute__((tls_model("initial-exec")));
  * section, whose code touches only mmfold's own memory.  The mask the
  * thread had is put back when the section ends (or in a forked child).
  * Cost: two rt_sigprocmask calls per section (a call that changes the
- * map); a skipped call takes no section. */
+ * map); a skipped call takes no section.  Where calls may bypass the map
+ * the section leaves signals open: no thread waits long for the lock. */
 static __thread volatile int wmasked __attribute__((tls_model("initial-exec")));
 static __thread uint64_t wmask_old __attribute__((tls_model("initial-exec")));
 
@@ -75,10 +80,207 @@ void async_restore(void)
 void wenter(void)
 {
 	mmf_fast_forget(); /* a handler that runs inside must not skip from it */
-	async_block();
+	if (!__atomic_load_n(&mmf_bypass_ok, __ATOMIC_RELAXED))
+		async_block();
 	in_write = 1;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	mmf_map_wlock(&map);
+	lock_gen++;
+}
+
+/* ---- calls that bypass the map ------------------------------------------
+ *
+ * Safe mode without lazy mode, batches, the barrier, W^X relax or forced
+ * widening (mmf_bypass_ok) keeps no state that only the writer lock
+ * protects besides the map itself.  There a writer section runs with
+ * signals open (two rt_sigprocmask calls saved per forwarded call) and a
+ * thread never waits for the lock for long: a holder that a signal
+ * handler parks (a collector stopping the world) or that a handler's
+ * longjmp left would otherwise stop every other thread's calls.  A thread
+ * that does not get the lock within MMFOLD_LOCK_WAIT forwards its call
+ * without the map ("bypasses" it), and so does, at once, every thread
+ * that finds that same holder still in place.  What a bypassing call
+ * changed is made unknown in the map before anything trusts the map
+ * again:
+ *
+ * - mmf_stale counts bypassing calls begun and not yet accounted for.  It
+ *   goes up before the call reaches the kernel; while it is not 0 no
+ *   reader skips anything (fast.h and decide() read it before and after
+ *   they read the map) and no section shapes a call.
+ * - After its kernel call the bypassing thread lists the ranges it
+ *   touched in stale_slot (when the list is full, stale_over: every
+ *   protection, or everything, made unknown), then counts itself in
+ *   stale_done.
+ * - Every holder, before it releases the lock, makes the listed ranges
+ *   unknown (an mprotect's protection only: the range stays owned, every
+ *   other attribute is untouched by mprotect; anything else forgotten)
+ *   and takes what stale_done counted off both counts.
+ * - stale_epoch counts bypasses ever begun: a section that shaped a call
+ *   (trimmed it to the pages the map says change) forwards the caller's
+ *   call as asked as well when the count moved meanwhile, so that the
+ *   result is one the calls' order could give.
+ *
+ * Re-entrant calls (a signal handler inside a section on this thread) take
+ * the same course there: the section they interrupted may never end (a
+ * handler that longjmps out of it), so the thread's own list (pending)
+ * would never be drained. */
+uint32_t mmf_bypass_ok;
+uint64_t mmf_lock_wait_ns = 1000000;
+uint64_t mmf_stale, mmf_stale_epoch;
+static uint64_t stale_done;
+static uint32_t stale_over;
+
+enum { SLOT_FREE, SLOT_FILLING, SLOT_DONE };
+/* One page, mapped at start-up (the library's writable segment stays
+ * small: check-footprint). */
+struct stale_slot {
+	uint32_t state, prot_only;
+	uint64_t s, e;
+};
+#define STALE_SLOTS ((int)(4096 / sizeof(struct stale_slot)))
+static struct stale_slot *stale_slot;
+
+int mmf_stale_init(void)
+{
+	void *p = mmf_sys_mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mmf_sys_err((long)p))
+		return -1;
+	stale_slot = p;
+	return 0;
+}
+
+void stale_add(uint64_t s, uint64_t e, int prot_only)
+{
+	if (s >= e)
+		return;
+	for (int i = 0; i < STALE_SLOTS; i++) {
+		struct stale_slot *sl = &stale_slot[i];
+		uint32_t f = SLOT_FREE;
+		if (__atomic_load_n(&sl->state, __ATOMIC_RELAXED) != SLOT_FREE ||
+		    !__atomic_compare_exchange_n(&sl->state, &f, SLOT_FILLING, 0, __ATOMIC_ACQUIRE,
+						 __ATOMIC_RELAXED))
+			continue;
+		sl->s = s;
+		sl->e = e;
+		sl->prot_only = (uint32_t)prot_only;
+		__atomic_store_n(&sl->state, SLOT_DONE, __ATOMIC_RELEASE);
+		return;
+	}
+	/* the list is full: every protection unknown (1), or everything (2) */
+	__atomic_fetch_or(&stale_over, prot_only ? 1u : 2u, __ATOMIC_RELEASE);
+}
+
+void stale_add_all(void) { __atomic_fetch_or(&stale_over, 2u, __ATOMIC_RELEASE); }
+
+/* What an mprotect that bypassed the map may have changed in [s,e): the
+ * protection (and the key, and the lock state once anything was locked);
+ * the records stay owned, the other attributes are untouched by it. */
+static void prot_unknown(uint64_t s, uint64_t e)
+{
+	struct mmf_upd u = {.fields = MMF_F_PROT | MMF_F_PKEY |
+				      (safe_state.mlock_seen ? MMF_F_LOCK : 0)};
+	u.a.prot = MMF_UNKNOWN;
+	u.a.lock = MMF_UNKNOWN;
+	u.a.pkey = -1;
+	(void)mmf_map_update(&map, s, e, &u);
+}
+
+/* A bypassing call begins (before its kernel call) and ends (after its
+ * ranges are listed): decide.c's mmf_bypass. */
+void stale_begin(void)
+{
+	__atomic_add_fetch(&mmf_stale, 1, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&mmf_stale_epoch, 1, __ATOMIC_SEQ_CST);
+}
+
+void stale_end(void) { __atomic_add_fetch(&stale_done, 1, __ATOMIC_RELEASE); }
+
+/* Writer lock held: what bypassing calls that ended changed is made
+ * unknown, and they are accounted for. */
+static void stale_drain(void)
+{
+	if (!__atomic_load_n(&mmf_stale, __ATOMIC_ACQUIRE))
+		return;
+	uint64_t d = __atomic_load_n(&stale_done, __ATOMIC_ACQUIRE);
+	uint32_t over = __atomic_exchange_n(&stale_over, 0, __ATOMIC_ACQ_REL);
+	if (over & 2)
+		mmf_map_forget(&map, 0, UINT64_MAX & ~(uint64_t)(page - 1));
+	else if (over)
+		prot_unknown(0, UINT64_MAX & ~(uint64_t)(page - 1));
+	for (int i = 0; i < STALE_SLOTS; i++) {
+		struct stale_slot *sl = &stale_slot[i];
+		if (__atomic_load_n(&sl->state, __ATOMIC_ACQUIRE) != SLOT_DONE)
+			continue;
+		uint64_t s = sl->s, e = sl->e;
+		int prot_only = (int)sl->prot_only;
+		__atomic_store_n(&sl->state, SLOT_FREE, __ATOMIC_RELEASE);
+		if (prot_only) {
+			prot_unknown(s, e);
+		} else {
+			mmf_map_forget(&map, s, e);
+		}
+	}
+	if (d) {
+		__atomic_sub_fetch(&stale_done, d, __ATOMIC_RELAXED);
+		__atomic_sub_fetch(&mmf_stale, d, __ATOMIC_SEQ_CST);
+	}
+}
+
+/* A writer section where bypassing is allowed: 1 when entered, 0 when
+ * the caller must bypass the map (mmf_bypass). */
+int wenter_try(void)
+{
+	if (!__atomic_load_n(&mmf_bypass_ok, __ATOMIC_RELAXED)) {
+		wenter();
+		return 1;
+	}
+	mmf_fast_forget();
+	in_write = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (!mmf_map_trywlock(&map)) {
+		/* the holder a waiter gave up on is still there: do not wait */
+		uint32_t g = __atomic_load_n(&lock_gen, __ATOMIC_RELAXED);
+		if (__atomic_load_n(&stuck_gen, __ATOMIC_RELAXED) == g + 1 ||
+		    !mmf_map_wlock_until(&map, mono_ns() + mmf_lock_wait_ns)) {
+			__atomic_store_n(&stuck_gen, g + 1, __ATOMIC_RELAXED);
+			__atomic_signal_fence(__ATOMIC_SEQ_CST);
+			in_write = 0;
+			__atomic_signal_fence(__ATOMIC_SEQ_CST);
+			return 0;
+		}
+	}
+	__atomic_store_n(&lock_gen, lock_gen + 1, __ATOMIC_RELAXED);
+	return 1;
+}
+
+/* What the configuration allows (life.c); a batch, once begun, refuses
+ * bypassing for good (its queues are applied under the lock). */
+static uint32_t bypass_refused;
+
+void mmf_bypass_allow(int ok)
+{
+	__atomic_store_n(&mmf_bypass_ok,
+			 ok && stale_slot && !__atomic_load_n(&bypass_refused, __ATOMIC_RELAXED),
+			 __ATOMIC_SEQ_CST);
+}
+
+void mmf_bypass_refuse(void)
+{
+	if (__atomic_load_n(&bypass_refused, __ATOMIC_RELAXED))
+		return;
+	__atomic_store_n(&bypass_refused, 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&mmf_bypass_ok, 0, __ATOMIC_SEQ_CST);
+}
+
+/* A forked child: no bypassing call of the parent goes on in it. */
+void mmf_stale_fork_child(void)
+{
+	mmf_stale = 0;
+	stale_done = 0;
+	stale_over = 0;
+	stuck_gen = 0;
+	for (int i = 0; stale_slot && i < STALE_SLOTS; i++)
+		stale_slot[i].state = SLOT_FREE;
 }
 
 static void drain(void)
@@ -108,6 +310,7 @@ void wleave(void)
 {
 	for (;;) {
 		drain();
+		stale_drain();
 		in_write = 2;
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		mmf_map_wunlock(&map);
@@ -126,7 +329,7 @@ void wleave(void)
  * added goes through wleave. */
 void wleave_quick(void)
 {
-	if (PLD(pending.n) || PLD(pending.all)) {
+	if (PLD(pending.n) || PLD(pending.all) || __atomic_load_n(&mmf_stale, __ATOMIC_RELAXED)) {
 		wleave();
 		return;
 	}

@@ -48,6 +48,8 @@ export BARRIER_UFFD_RUNS=4
 # The clonefork test: 5 children per way, not 30.
 export CLONEFORK_ROUNDS=5
 export FORKLOCK_FORKS=50
+# The bypass test: one seed, 4 threads, 5 rounds, 3 runs with mmfold.
+export BYPASS_SEEDS=1 BYPASS_REPEAT=2 BYPASS_THREADS=4 BYPASS_ROUNDS=5
 export MMFOLD_LIB=/mmfold/build/libmmfold.so MMFOLD_BUILD=/mmfold/build TESTS_PREBUILT=1
 export CK_DEFAULT_TIMEOUT=300 CK_TIMEOUT_MULTIPLIER=$TIMEOUT_MULT
 B=/mmfold/build

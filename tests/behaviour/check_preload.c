@@ -837,6 +837,11 @@ END_TEST
  * it is stopped: no deadlock in any mode. */
 START_TEST(script_stopworld) { run_script("stopworld"); }
 END_TEST
+/* Threads racing on the same pages while calls bypass the map (the writer
+ * lock not waited for): no page allows other than it was set to, the same
+ * output as without mmfold. */
+START_TEST(script_bypass) { run_script("bypass"); }
+END_TEST
 
 /* ---- call-site profile (MMFOLD_PROFILE) ---------------------------------- */
 
@@ -1213,6 +1218,7 @@ Suite *preload_suite(void)
 	tcase_add_test(d, script_broken_is_caught);
 	tcase_add_test(d, script_lazystress);
 	tcase_add_test(d, script_stopworld);
+	tcase_add_test(d, script_bypass);
 	suite_add_tcase(s, d);
 	TCase *p = tcase_create("profile");
 	tcase_add_checked_fixture(p, setup, teardown);

@@ -19,8 +19,10 @@
 #      BARRIER_UFFD_RUNS (default 50): runs of the barrier-uffd test,
 #      CLONEFORK_ROUNDS (default 30): children per way of the clonefork test,
 #      FORKLOCK_FORKS (default 300): forks of the forklock test,
+#      BYPASS_SEEDS (default 4), BYPASS_REPEAT (default 4), BYPASS_THREADS
+#      (default 8), BYPASS_ROUNDS (default 20): the bypass test,
 # Tests: walk walk-shape walk-stats errno_matrix barrier uffd barrier-uffd ctor sigreentry clonefork forklock broken
-# sigchain barrier-sigchain lazystress stopworld (default: all; the last two run with
+# sigchain barrier-sigchain lazystress stopworld bypass (default: all; the last two run with
 # MMFOLD_SIGCHAIN=on, so mmfold's SIGSEGV handler runs first).  Each program runs without the library (reference) and
 # with it in modes off, safe and observe; stdout and exit status must be
 # identical (stderr too, except in observe mode).  Prints "PASS name" or
@@ -59,6 +61,7 @@ build() {
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/walk" "$HERE/walk.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/lazystress" "$HERE/lazystress.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/stopworld" "$HERE/stopworld.c" &&
+		"$CC" "${CFLAGS[@]}" -o "$BUILD/bypass" "$HERE/bypass.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/errno_matrix" "$HERE/errno_matrix.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/barrier" "$HERE/barrier.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/uffd" "$HERE/uffd.c" &&
@@ -76,7 +79,7 @@ build() {
 			-L"$BUILD" -lsigctor -Wl,-rpath,"\$ORIGIN"
 	} >"$log" 2>&1
 }
-PROGRAMS=(walk errno_matrix barrier uffd sigreentry clonefork libforklockl.so forklock libctorlib.so ctor_main broken.so libsigctor.so sigchain)
+PROGRAMS=(walk bypass errno_matrix barrier uffd sigreentry clonefork libforklockl.so forklock libctorlib.so ctor_main broken.so libsigctor.so sigchain)
 if [ -n "${TESTS_PREBUILT:-}" ]; then
 	for p in "${PROGRAMS[@]}"; do
 		[ -f "$BUILD/$p" ] || bad build "TESTS_PREBUILT is set but $BUILD/$p is missing"
@@ -277,6 +280,59 @@ t_broken() {
 	fi
 }
 
+# Threads racing on the same pages while calls bypass the map (bypass.c):
+# each seed runs once without the library (the reference), BYPASS_REPEAT
+# times in safe mode with MMFOLD_LOCK_WAIT=0 (a call that finds the writer
+# lock taken bypasses the map at once; every other run with
+# MMFOLD_SHAPE=trim, so that calls are trimmed to what the map says
+# changes), then once with the default wait.  A run fails when its output
+# differs from the reference or it counted a mismatch (a page allowing
+# other than it was set to); the test fails too when the MMFOLD_LOCK_WAIT=0
+# runs bypassed nothing (then it tested nothing).
+t_bypass() {
+	local s i n=0 nbad=0 first='' byp=0
+	local seeds=${BYPASS_SEEDS:-4} rep=${BYPASS_REPEAT:-4} th=${BYPASS_THREADS:-8}
+	local rounds=${BYPASS_ROUNDS:-20}
+	for s in $(seq 1 "$seeds"); do
+		local name=bypass-$s
+		run "$OUT/$name.ref" ref "$BUILD/bypass" "$s" "$th" "$rounds"
+		if [ "$(exit_of "$OUT/$name.ref")" != 0 ]; then
+			bad bypass "reference run failed ($OUT/$name.ref)"
+			return
+		fi
+		sed -i '/^## stderr$/,$d' "$OUT/$name.ref"
+		for i in $(seq 1 $((rep + 1))); do
+			local f=$OUT/$name.$i js=$OUT/$name.$i.json
+			local cfg=(MMFOLD_LOCK_WAIT=0 MMFOLD_STATS=1 MMFOLD_STATS_FORMAT=json MMFOLD_STATS_FILE="$js")
+			[ $((i % 2)) = 0 ] && cfg+=(MMFOLD_SHAPE=trim)
+			[ "$i" = $((rep + 1)) ] && cfg=(MMFOLD_SHAPE=auto)
+			rm -f "$js"
+			run "$f" safe env "${cfg[@]}" "$BUILD/bypass" "$s" "$th" "$rounds"
+			n=$((n + 1))
+			if [ -f "$js" ]; then
+				local b
+				b=$(grep -o '"bypassed":[0-9]*' "$js" | head -1 | cut -d: -f2)
+				byp=$((byp + ${b:-0}))
+			fi
+			if [ "$(exit_of "$f")" != 0 ] ||
+				! diff -q "$OUT/$name.ref" <(sed '/^## stderr$/,$d' "$f") >/dev/null; then
+				nbad=$((nbad + 1))
+				[ -n "$first" ] || first="run $i of seed $s ($f)"
+			else
+				rm -f "$f" "$js"
+			fi
+		done
+	done
+	echo "bypass: $n runs, $nbad failed, $byp calls bypassed the map"
+	if [ -n "$first" ]; then
+		bad bypass "$nbad of $n runs failed; first: $first"
+	elif [ "$byp" = 0 ]; then
+		bad bypass "no call bypassed the map: the test tested nothing"
+	else
+		ok bypass
+	fi
+}
+
 # Threads racing lazy mode's deferred promotions (lazystress.c): every
 # seed and thread count runs once without the library (the reference, which
 # must find nothing), once in safe mode, then LAZYSTRESS_REPEAT times in lazy
@@ -420,7 +476,7 @@ t_barrier_uffd() {
 
 tests=("$@")
 [ ${#tests[@]} = 0 ] && tests=(walk walk-shape walk-stats errno_matrix barrier uffd barrier-uffd ctor
-	sigreentry clonefork forklock broken sigchain barrier-sigchain lazystress stopworld)
+	sigreentry clonefork forklock broken sigchain barrier-sigchain lazystress stopworld bypass)
 for t in "${tests[@]}"; do
 	case $t in
 	walk) t_walk ;;
@@ -437,6 +493,7 @@ for t in "${tests[@]}"; do
 	broken) t_broken ;;
 	lazystress) t_lazystress ;;
 	stopworld) t_simple stopworld "$BUILD/stopworld" 2000 ;;
+	bypass) t_bypass ;;
 	sigchain) t_simple sigchain env MMFOLD_SIGCHAIN=on "$BUILD/sigchain" all ;;
 	barrier-sigchain) t_simple barrier-sigchain env MMFOLD_SIGCHAIN=on "$BUILD/barrier" 2 ;;
 	*) bad "$t" "unknown test" ;;
