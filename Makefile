@@ -46,7 +46,7 @@ DEPS_CLIENTS := luajit libgc-dev libjemalloc-dev libjemalloc2 nodejs default-jdk
 DEPS_CORPUS  := python3 pypy3 mono-runtime mono-mcs guile-3.0 ruby sbcl erlang-nox racket gforth \
 		php-cli chezscheme ghc
 
-.PHONY: all lib check check-unit check-preload soak check-clients check-clients-repeat check-corpus check-browser deps-browser \
+.PHONY: all lib check check-unit check-preload soak soak-bypass check-clients check-clients-repeat check-corpus check-browser deps-browser \
 	bench-live bench-barrier bench-instr check-symbols check-footprint check-layers check-wx-yjit demo bench bench-thp bench-shape bench-lazy bench-wx bench-corpus \
 	bench-bin asan tsan valgrind deps-build deps-check deps-clients deps-corpus install uninstall clean
 
@@ -154,6 +154,14 @@ SOAK_REPEAT ?= 10
 soak: $(LIB)
 	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/soak LAZYSTRESS_SEEDS=$(SOAK_SEEDS) \
 	  LAZYSTRESS_REPEAT=$(SOAK_REPEAT) tests/preload/run.sh lazystress
+
+# Calls bypassing the map under many threads, at length: bypass.c with 16
+# threads (8 times the cores), 8 seeds, 6 runs each with mmfold
+# (MMFOLD_LOCK_WAIT=0 but the last), every page checked after each round.
+SOAK_BYPASS_SEEDS ?= 8
+soak-bypass: $(LIB)
+	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/soak-bypass BYPASS_SEEDS=$(SOAK_BYPASS_SEEDS) \
+	  BYPASS_REPEAT=5 BYPASS_THREADS=16 tests/preload/run.sh bypass
 
 check-preload: $(LIB)
 	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/tests tests/preload/run.sh
