@@ -238,6 +238,8 @@ void fast_gate(void)
 	/* wlock.c: what a call bypassing the map would leave out */
 	int bypass = __atomic_load_n(&init_state, __ATOMIC_ACQUIRE) == 2 &&
 		     (mode == MMF_MODE_SAFE || mode == MMF_MODE_OBSERVE) && !PLD(lazy_state.on) &&
+		     /* as configured: the barrier and lazy mode start later */
+		     cfg.v[MMF_OPT_BARRIER] == MMF_BARRIER_OFF && !cfg.v[MMF_OPT_PROFILE] &&
 		     !__atomic_load_n(&mmf_barrier_on, __ATOMIC_RELAXED) &&
 		     !__atomic_load_n(&mmf_prof_on, __ATOMIC_ACQUIRE) &&
 		     cfg.v[MMF_OPT_WX] != MMF_WX_RELAX && cfg.v[MMF_OPT_SHAPE] != MMF_SHAPE_WIDEN;
