@@ -16,9 +16,9 @@
 #include "fast.h"
 
 struct mmf_map map;
-int mmf_forking;
+int mmf_forking; /* life.c's fork steps; see there */
 static uint32_t lock_gen;  /* moves at every acquisition (under the lock) */
-static uint32_t stuck_gen; /* lock_gen + 1 of a holder a waiter gave up on */ /* life.c's fork steps; see there */
+static uint32_t stuck_gen; /* lock_gen + 1 of a holder a waiter gave up on */
 
 /* This thread's writer state: 0 none, 1 holds the map lock, 2 releasing.
  * Signal handlers on this thread read and change it and the pending list
