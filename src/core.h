@@ -94,6 +94,7 @@ extern uint64_t mmf_stale, mmf_stale_epoch;
 int wenter_try(void);
 void stale_add(uint64_t s, uint64_t e, int prot_only);
 void stale_add_all(void);
+void lock_state_changed(int future);
 void stale_begin(void);
 void stale_end(void);
 void mmf_stale_fork_child(void);

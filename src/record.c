@@ -377,6 +377,11 @@ static void forget_all(int stale)
 void reentry_forget(const struct mmf_op *op, long r, int stale)
 {
 	uint64_t s, e;
+	/* what record() notes in the safe state (mlock_seen, future_lock) */
+	if (op->kind == MMF_K_MLOCK || (op->kind == MMF_K_MMAP && (op->a[3] & MAP_LOCKED)))
+		lock_state_changed(0);
+	else if (op->kind == MMF_K_MLOCKALL || op->kind == MMF_K_MUNLOCKALL)
+		lock_state_changed(1);
 	switch (op->kind) {
 	case MMF_K_MLOCKALL:
 	case MMF_K_MUNLOCKALL:
@@ -394,13 +399,18 @@ void reentry_forget(const struct mmf_op *op, long r, int stale)
 			forget_range(stale, s | 1, e, 0);
 		}
 		return;
-	case MMF_K_MREMAP:
+	case MMF_K_MREMAP: {
+		uint64_t newlen = ((uint64_t)op->a[2] + page - 1) & ~(uint64_t)(page - 1);
 		touched(op, &s, &e);
 		forget_range(stale, s | 1, e, 0);
 		if (!mmf_is_err(r))
-			forget_range(stale, (uint64_t)r | 1, (uint64_t)r + (((uint64_t)op->a[2] + page - 1) &
-								    ~(uint64_t)(page - 1)), 0);
+			forget_range(stale, (uint64_t)r | 1, (uint64_t)r + newlen, 0);
+		/* a failed move may have unmapped its destination (record_mremap) */
+		else if ((op->a[3] & MREMAP_FIXED) &&
+			 span((uint64_t)op->a[4], newlen ? newlen : page, &s, &e))
+			forget_range(stale, s | 1, e, 0);
 		return;
+	}
 	case MMF_K_MUNMAP:
 		touched(op, &s, &e);
 		forget_range(stale, s | 1, e, 0);

@@ -172,6 +172,22 @@ void stale_add(uint64_t s, uint64_t e, int prot_only)
 
 void stale_add_all(void) { __atomic_fetch_or(&stale_over, 2u, __ATOMIC_RELEASE); }
 
+/* A call outside the section (bypassing, or a handler's) locked memory
+ * (4), or changed mlockall's future state (8): what record() would have
+ * noted in the safe state, noted by the next holder (stale_over's bits). */
+void lock_state_changed(int future)
+{
+	__atomic_fetch_or(&stale_over, future ? 12u : 4u, __ATOMIC_RELEASE);
+}
+
+static void lock_state_apply(uint32_t over)
+{
+	if (over & 4)
+		safe_state.mlock_seen = 1;
+	if (over & 8)
+		safe_state.future_lock = MMF_UNKNOWN;
+}
+
 /* What an mprotect that bypassed the map may have changed in [s,e): the
  * protection (and the key, and the lock state once anything was locked);
  * the records stay owned, the other attributes are untouched by it. */
@@ -203,6 +219,7 @@ static void stale_drain(void)
 		return;
 	uint64_t d = __atomic_load_n(&stale_done, __ATOMIC_ACQUIRE);
 	uint32_t over = __atomic_exchange_n(&stale_over, 0, __ATOMIC_ACQ_REL);
+	lock_state_apply(over);
 	if (over & 2)
 		mmf_map_forget(&map, 0, UINT64_MAX & ~(uint64_t)(page - 1));
 	else if (over)
@@ -237,6 +254,22 @@ int wenter_try(void)
 	mmf_fast_forget();
 	in_write = 1;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+#ifdef MMF_FORCE_BYPASS
+	/* A test build (make's libmmfold-bypass.so): one section in
+	 * MMF_FORCE_BYPASS, at random, bypasses as if the lock were held for
+	 * long; the sequence differs from run to run and thread to thread. */
+	static __thread uint64_t force_x;
+	if (!force_x)
+		force_x = (mono_ns() ^ (uint64_t)(uintptr_t)&force_x) | 1;
+	force_x ^= force_x << 13;
+	force_x ^= force_x >> 7;
+	force_x ^= force_x << 17;
+	if (force_x % MMF_FORCE_BYPASS == 0) {
+		in_write = 0;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		return 0;
+	}
+#endif
 	if (!mmf_map_trywlock(&map)) {
 		/* the holder a waiter gave up on is still there: do not wait */
 		uint32_t g = __atomic_load_n(&lock_gen, __ATOMIC_RELAXED);
@@ -250,6 +283,10 @@ int wenter_try(void)
 		}
 	}
 	__atomic_store_n(&lock_gen, lock_gen + 1, __ATOMIC_RELAXED);
+	/* what bypasses changed before this section, made unknown before
+	 * it records anything, so that its record stands */
+	if (__atomic_load_n(&mmf_stale, __ATOMIC_RELAXED))
+		stale_drain();
 	return 1;
 }
 
@@ -285,6 +322,8 @@ void mmf_stale_fork_child(void)
 
 static void drain(void)
 {
+	if (__atomic_load_n(&stale_over, __ATOMIC_RELAXED) & 12)
+		lock_state_apply(__atomic_fetch_and(&stale_over, ~12u, __ATOMIC_ACQ_REL));
 	for (;;) {
 		if (PLD(pending.all)) {
 			PST(pending.all, 0);
