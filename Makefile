@@ -58,6 +58,16 @@ $(LIB): $(ENGINE_SRC) $(PRELOAD_SRC) $(HEADERS) preload/libmmfold.map | deps-bui
 	@mkdir -p $(BUILD)
 	$(CC) $(BASEFLAGS) $(CFLAGS) $(UNWIND_CFLAGS) $(LIBFLAGS) -o $@ $(ENGINE_SRC) $(PRELOAD_SRC) $(LIBS)
 
+# The same library with one writer section in three, at random, bypassing
+# the map (src/wlock.c, MMF_FORCE_BYPASS): what a held lock makes rare, made
+# common, for tests/preload/run.sh's walk-bypass and pastmap.  Never
+# installed.
+BYPASS_LIB := $(BUILD)/libmmfold-bypass.so
+$(BYPASS_LIB): $(ENGINE_SRC) $(PRELOAD_SRC) $(HEADERS) preload/libmmfold.map | deps-build
+	@mkdir -p $(BUILD)
+	$(CC) $(BASEFLAGS) $(CFLAGS) -DMMF_FORCE_BYPASS=3 $(UNWIND_CFLAGS) $(LIBFLAGS) -o $@ \
+	  $(ENGINE_SRC) $(PRELOAD_SRC) $(LIBS)
+
 # ---- dependencies --------------------------------------------------------
 # $(call need,packages): installs (root) or names the command (otherwise).
 define need
@@ -130,7 +140,7 @@ $(BUILD)/progs/profile: tests/progs/profile.c
 # behaviour suites (tests/behaviour/), so Check's summary line ends the run.
 # The tools suite (tests/tools/run.sh) runs make install into a staging
 # directory: the benchmark programs are built first so it has nothing to build.
-check: deps-check $(LIB) $(UNIT_BIN) $(PROGS) bench-bin check-symbols check-footprint check-layers
+check: deps-check $(LIB) $(BYPASS_LIB) $(UNIT_BIN) $(PROGS) bench-bin check-symbols check-footprint check-layers
 	MMFOLD_LIB=$(abspath $(LIB)) MMFOLD_BUILD=$(abspath $(BUILD)) CK_DEFAULT_TIMEOUT=300 \
 	  $(UNIT_BIN)
 
@@ -163,7 +173,7 @@ soak-bypass: $(LIB)
 	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/soak-bypass BYPASS_SEEDS=$(SOAK_BYPASS_SEEDS) \
 	  BYPASS_REPEAT=5 BYPASS_THREADS=16 tests/preload/run.sh bypass
 
-check-preload: $(LIB)
+check-preload: $(LIB) $(BYPASS_LIB)
 	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/tests tests/preload/run.sh
 
 # The library's writable segment (.data + .bss) stays within 4 KiB: a
@@ -402,6 +412,11 @@ deps-arm64: deps-build
 
 lib-arm64: $(ARM64_LIB)
 
+$(ARM64_BUILD)/libmmfold-bypass.so: $(ENGINE_SRC) $(PRELOAD_SRC) $(HEADERS) preload/libmmfold.map | deps-arm64
+	@mkdir -p $(ARM64_BUILD)
+	$(ARM64_CC) $(BASEFLAGS) $(CFLAGS) -DMMF_FORCE_BYPASS=3 $(ARM64_UNWIND_CFLAGS) $(LIBFLAGS) -o $@ \
+	  $(ENGINE_SRC) $(PRELOAD_SRC) $(LIBS)
+
 $(ARM64_LIB): $(ENGINE_SRC) $(PRELOAD_SRC) $(HEADERS) preload/libmmfold.map | deps-arm64
 	@mkdir -p $(ARM64_BUILD)
 	$(ARM64_CC) $(BASEFLAGS) $(CFLAGS) $(ARM64_UNWIND_CFLAGS) $(LIBFLAGS) -o $@ $(ENGINE_SRC) $(PRELOAD_SRC) $(LIBS)
@@ -425,7 +440,7 @@ $(ARM64_BUILD)/progs/profile: tests/progs/profile.c | deps-arm64
 
 # (tests/arm64/system.sh cross-builds the tests/preload programs itself,
 # through tests/preload/run.sh with BUILD_ONLY=1)
-check-arm64-system: deps-arm64 $(ARM64_LIB) $(ARM64_UNIT_BIN) $(ARM64_PROGS)
+check-arm64-system: deps-arm64 $(ARM64_LIB) $(ARM64_BUILD)/libmmfold-bypass.so $(ARM64_UNIT_BIN) $(ARM64_PROGS)
 	ARM64_CC=$(ARM64_CC) MMFOLD_LIB=$(abspath $(ARM64_LIB)) ARM64_BUILD=$(abspath $(ARM64_BUILD)) \
 	  tests/arm64/system.sh
 # ==== end of arm64 =========================================================

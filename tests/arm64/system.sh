@@ -131,7 +131,8 @@ install -m 755 "$HERE/vm-init" "$R/init"
 install -m 755 "$HERE/vm-tests.sh" "$HERE/tally.sh" "$R/mmfold/tests/arm64/"
 install -m 755 "$ROOT/tests/preload/run.sh" "$R/mmfold/tests/preload/"
 M=$R/mmfold/build
-cp "$MMFOLD_LIB" "$M/libmmfold.so" && cp "$ARM64_BUILD/check_mmfold" "$M/" &&
+cp "$MMFOLD_LIB" "$M/libmmfold.so" && cp "${MMFOLD_LIB%.so}-bypass.so" "$M/libmmfold-bypass.so" &&
+	cp "$ARM64_BUILD/check_mmfold" "$M/" &&
 	cp "$ARM64_BUILD"/progs/* "$M/progs/" && cp -r "$PB/tests" "$M/tests" &&
 	rm -rf "$M/tests/out" && cp "$PB/tests/libsigctor.so" "$PB/tests/sigchain" "$M/sigchain/" &&
 	cp "$PB/folios" "$PB/probe" "$M/" || {
@@ -156,7 +157,7 @@ findlib() {
 }
 declare -A have=()
 queue=()
-for f in "$M/libmmfold.so" "$M/check_mmfold" "$M"/progs/* "$M"/tests/* "$M/folios" "$M/probe"; do
+for f in "$M/libmmfold.so" "$M/libmmfold-bypass.so" "$M/check_mmfold" "$M"/progs/* "$M"/tests/* "$M/folios" "$M/probe"; do
 	queue+=($("${CROSS}readelf" -d "$f" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'))
 done
 queue+=(libunwind.so.8)

@@ -804,6 +804,12 @@ START_TEST(script_walk) { run_script("walk"); }
 END_TEST
 START_TEST(script_walk_shape) { run_script("walk-shape"); }
 END_TEST
+/* the walk under the forced-bypass build (make's libmmfold-bypass.so) */
+START_TEST(script_walk_bypass) { run_script("walk-bypass"); }
+END_TEST
+/* mlockall and a failed move past the map (pastmap.c) */
+START_TEST(script_pastmap) { run_script("pastmap"); }
+END_TEST
 START_TEST(script_errno) { run_script("errno_matrix"); }
 END_TEST
 START_TEST(script_barrier) { run_script("barrier"); }
@@ -1207,6 +1213,8 @@ Suite *preload_suite(void)
 	tcase_set_timeout(d, 300);
 	tcase_add_test(d, script_walk);
 	tcase_add_test(d, script_walk_shape);
+	tcase_add_test(d, script_walk_bypass);
+	tcase_add_test(d, script_pastmap);
 	tcase_add_test(d, script_errno);
 	tcase_add_test(d, script_barrier);
 	tcase_add_test(d, script_uffd);

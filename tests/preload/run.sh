@@ -19,9 +19,12 @@
 #      BARRIER_UFFD_RUNS (default 50): runs of the barrier-uffd test,
 #      CLONEFORK_ROUNDS (default 30): children per way of the clonefork test,
 #      FORKLOCK_FORKS (default 300): forks of the forklock test,
+#      MMFOLD_LIB_BYPASS (default: MMFOLD_LIB's directory's
+#      libmmfold-bypass.so, which make builds), WALK_BYPASS_REPEAT (default
+#      2): the walk-bypass test,
 #      BYPASS_SEEDS (default 4), BYPASS_REPEAT (default 4), BYPASS_THREADS
 #      (default 8), BYPASS_ROUNDS (default 20): the bypass test,
-# Tests: walk walk-shape walk-stats errno_matrix barrier uffd barrier-uffd ctor sigreentry clonefork forklock broken
+# Tests: walk walk-shape walk-bypass pastmap walk-stats errno_matrix barrier uffd barrier-uffd ctor sigreentry clonefork forklock broken
 # sigchain barrier-sigchain lazystress stopworld bypass (default: all; the last two run with
 # MMFOLD_SIGCHAIN=on, so mmfold's SIGSEGV handler runs first).  Each program runs without the library (reference) and
 # with it in modes off, safe and observe; stdout and exit status must be
@@ -51,6 +54,7 @@ if [ -z "${MMFOLD_LIB:-}" ] || [ ! -f "$MMFOLD_LIB" ]; then
 	exit 77
 fi
 case $MMFOLD_LIB in /*) ;; *) MMFOLD_LIB=$PWD/$MMFOLD_LIB ;; esac
+MMFOLD_LIB_BYPASS=${MMFOLD_LIB_BYPASS:-${MMFOLD_LIB%.so}-bypass.so}
 
 mkdir -p "$BUILD" "$OUT" || exit 1
 rm -f "$OUT"/*
@@ -62,6 +66,7 @@ build() {
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/lazystress" "$HERE/lazystress.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/stopworld" "$HERE/stopworld.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/bypass" "$HERE/bypass.c" &&
+		"$CC" "${CFLAGS[@]}" -o "$BUILD/pastmap" "$HERE/pastmap.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/errno_matrix" "$HERE/errno_matrix.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/barrier" "$HERE/barrier.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/uffd" "$HERE/uffd.c" &&
@@ -79,7 +84,7 @@ build() {
 			-L"$BUILD" -lsigctor -Wl,-rpath,"\$ORIGIN"
 	} >"$log" 2>&1
 }
-PROGRAMS=(walk bypass errno_matrix barrier uffd sigreentry clonefork libforklockl.so forklock libctorlib.so ctor_main broken.so libsigctor.so sigchain)
+PROGRAMS=(walk bypass pastmap errno_matrix barrier uffd sigreentry clonefork libforklockl.so forklock libctorlib.so ctor_main broken.so libsigctor.so sigchain)
 if [ -n "${TESTS_PREBUILT:-}" ]; then
 	for p in "${PROGRAMS[@]}"; do
 		[ -f "$BUILD/$p" ] || bad build "TESTS_PREBUILT is set but $BUILD/$p is missing"
@@ -222,6 +227,86 @@ t_walk_shape() {
 	if [ -n "$first" ]; then bad walk-shape "$first"; else ok walk-shape; fi
 }
 
+# bypassed JSON: calls that bypassed the map, summed over the reports in JSON
+bypassed() {
+	grep -o '"bypassed":[0-9]*' "$1" 2>/dev/null | cut -d: -f2 | awk '{s += $1} END {print s + 0}'
+}
+
+# bypass_verdict NAME FAILURE BYPASSED: a failure (its text), or nothing
+# bypassed, fails test NAME
+bypass_verdict() {
+	if [ -n "$2" ]; then
+		bad "$1" "$2"
+	elif [ "$3" = 0 ]; then
+		bad "$1" "no call bypassed the map: the test tested nothing"
+	else
+		ok "$1"
+	fi
+}
+
+# The walk's seeds under the forced-bypass build (make's libmmfold-bypass.so:
+# one writer section in three, at random, bypasses the map, as when the lock
+# holder is descheduled for longer than MMFOLD_LOCK_WAIT), WALK_BYPASS_REPEAT
+# runs each in safe mode: every kind of call, failed ones included, goes
+# past the map, and what it changed must be forgotten before anything is
+# skipped there again.  Fails when nothing bypassed.
+t_walk_bypass() {
+	local s i first='' n=0 nbad=0 byp=0 rep=${WALK_BYPASS_REPEAT:-2}
+	local f=$OUT/walk-bypass.json
+	if [ ! -f "$MMFOLD_LIB_BYPASS" ]; then
+		bad walk-bypass "no forced-bypass library $MMFOLD_LIB_BYPASS (make builds it)"
+		return
+	fi
+	rm -f "$f"
+	for s in ${WALK_SEED_LIST:-$(seq 1 "$WALK_SEEDS") 1001 1002}; do
+		local steps=$WALK_STEPS
+		[ "$s" -gt 1000 ] && steps=$((WALK_STEPS * 5))
+		[ -s "$OUT/walk-$s.ref" ] || run "$OUT/walk-$s.ref" ref "$BUILD/walk" "$s" "$steps"
+		for i in $(seq 1 "$rep"); do
+			local nm=walk-bypass-$s-$i d
+			MMFOLD_LIB="$MMFOLD_LIB_BYPASS" run "$OUT/$nm.safe" safe env MMFOLD_STATS=1 \
+				MMFOLD_STATS_FORMAT=json MMFOLD_STATS_FILE="$f" "$BUILD/walk" "$s" "$steps"
+			n=$((n + 1))
+			if ! d=$(same "$nm" "$OUT/walk-$s.ref" "$OUT/$nm.safe" safe); then
+				nbad=$((nbad + 1))
+				[ -z "$first" ] && first="seed $s run $i differs from no-preload run ($d)"
+			fi
+		done
+	done
+	byp=$(bypassed "$f")
+	echo "walk-bypass: $n runs, $nbad differ, $byp calls bypassed the map"
+	bypass_verdict walk-bypass "${first:+$nbad of $n runs: $first}" "$byp"
+}
+
+# pastmap.c: calls past the map that change more than the range they
+# name (mlockall's future state; a failed mremap's destination), in safe
+# mode with the library and 4 times with the forced-bypass build (which must
+# have bypassed the map).
+t_pastmap() {
+	local d js=$OUT/pastmap.json
+	run "$OUT/pastmap.ref" ref "$BUILD/pastmap"
+	if [ "$(exit_of "$OUT/pastmap.ref")" != 0 ]; then
+		bad pastmap "reference run failed ($OUT/pastmap.ref)"
+		return
+	fi
+	run "$OUT/pastmap.safe" safe "$BUILD/pastmap"
+	if ! d=$(same pastmap "$OUT/pastmap.ref" "$OUT/pastmap.safe" safe); then
+		bad pastmap "safe mode differs from no-preload run ($d)"
+		return
+	fi
+	rm -f "$js"
+	local i first=''
+	for i in 1 2 3 4; do
+		MMFOLD_LIB="$MMFOLD_LIB_BYPASS" run "$OUT/pastmap.bypass-$i" safe env MMFOLD_STATS=1 \
+			MMFOLD_STATS_FORMAT=json MMFOLD_STATS_FILE="$js" "$BUILD/pastmap"
+		if ! d=$(same pastmap-bypass-$i "$OUT/pastmap.ref" "$OUT/pastmap.bypass-$i" safe); then
+			[ -n "$first" ] || first=$d
+		fi
+	done
+	bypass_verdict pastmap "${first:+the forced-bypass build differs from no-preload run ($first)}" \
+		"$(bypassed "$js")"
+}
+
 t_walk_stats() {
 	local f=$OUT/walk-stats.json
 	rm -f "$f"
@@ -324,13 +409,7 @@ t_bypass() {
 		done
 	done
 	echo "bypass: $n runs, $nbad failed, $byp calls bypassed the map"
-	if [ -n "$first" ]; then
-		bad bypass "$nbad of $n runs failed; first: $first"
-	elif [ "$byp" = 0 ]; then
-		bad bypass "no call bypassed the map: the test tested nothing"
-	else
-		ok bypass
-	fi
+	bypass_verdict bypass "${first:+$nbad of $n runs failed; first: $first}" "$byp"
 }
 
 # Threads racing lazy mode's deferred promotions (lazystress.c): every
@@ -475,12 +554,14 @@ t_barrier_uffd() {
 }
 
 tests=("$@")
-[ ${#tests[@]} = 0 ] && tests=(walk walk-shape walk-stats errno_matrix barrier uffd barrier-uffd ctor
+[ ${#tests[@]} = 0 ] && tests=(walk walk-shape walk-bypass pastmap walk-stats errno_matrix barrier uffd barrier-uffd ctor
 	sigreentry clonefork forklock broken sigchain barrier-sigchain lazystress stopworld bypass)
 for t in "${tests[@]}"; do
 	case $t in
 	walk) t_walk ;;
 	walk-shape) t_walk_shape ;;
+	walk-bypass) t_walk_bypass ;;
+	pastmap) t_pastmap ;;
 	walk-stats) t_walk_stats ;;
 	errno_matrix) t_simple errno_matrix "$BUILD/errno_matrix" ;;
 	barrier) t_simple barrier "$BUILD/barrier" 1 ;;
