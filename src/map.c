@@ -3,6 +3,7 @@
 #include "mapint.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -303,28 +304,54 @@ static struct pos delete_at(struct mmf_map *m, struct pos p)
 	return p;
 }
 
-/* Make addr a record boundary: split the record that strictly contains it. */
-static void split_at(struct mmf_map *m, uint64_t addr)
+/* Make addr a record boundary, p being wfind(m, addr): split the record
+ * at p when it strictly contains addr.  Returns the position of the first
+ * record with end > addr afterwards (the right part); *left, when not
+ * NULL, receives the left part's (p when nothing was split off). */
+static struct pos split_pos(struct mmf_map *m, struct pos p, uint64_t addr, struct pos *left)
 {
-	struct pos p = wfind(m, addr);
+	if (left)
+		*left = p;
 	if (!valid(m, p))
-		return;
+		return p;
 	struct slot *s = at(m, p);
 	if (s->start >= addr)
-		return;
+		return p;
 	uint64_t start = s->start, attr = s->attr;
 	ST(s->start, addr);
-	if (insert_at(m, p, start, addr, attr).b == UINT32_MAX) {
-		/* No room: drop the left part (only loses knowledge). */
-		return;
-	}
+	struct pos l = insert_at(m, p, start, addr, attr);
+	if (l.b == UINT32_MAX) /* no room: the left part dropped (only loses knowledge) */
+		return p;
+	if (left)
+		*left = l;
+	return next_pos(m, l);
 }
 
-/* Merge touching records with equal attributes from the record before lo up
- * to the record after hi. */
-static void coalesce(struct mmf_map *m, uint64_t lo, uint64_t hi)
+static void split_at(struct mmf_map *m, uint64_t addr) { (void)split_pos(m, wfind(m, addr), addr, NULL); }
+
+/* [start,end) made whole records, p being wfind(m, start): returns the
+ * position of the first record with end > start afterwards.  The record
+ * holding end is found by walking from p (the range's records are walked
+ * anyway); when it is not p's, a split there may have moved p's record to
+ * another block, and start is looked up again. */
+static struct pos split_range(struct mmf_map *m, struct pos p, uint64_t start, uint64_t end)
 {
-	struct pos p = wfind(m, lo), q;
+	struct pos q = p, l;
+	while (valid(m, q) && at(m, q)->end <= end)
+		q = next_pos(m, q);
+	int same = q.b == p.b && q.i == p.i;
+	(void)split_pos(m, q, end, &l);
+	/* one record held both ends: its left part holds start (an insert
+	 * may have moved it to another block) */
+	p = same ? l : wfind(m, start);
+	return split_pos(m, p, start, NULL);
+}
+
+/* Merge touching records with equal attributes from the record before p
+ * (a position) up to the record after hi. */
+static void coalesce_pos(struct mmf_map *m, struct pos p, uint64_t hi)
+{
+	struct pos q;
 	if (prev_pos(m, p, &q))
 		p = q;
 	while (valid(m, p)) {
@@ -346,6 +373,9 @@ static void coalesce(struct mmf_map *m, uint64_t lo, uint64_t hi)
 		p = n;
 	}
 }
+
+/* The same from the record before lo. */
+static void coalesce(struct mmf_map *m, uint64_t lo, uint64_t hi) { coalesce_pos(m, wfind(m, lo), hi); }
 
 /* ---- writers ------------------------------------------------------------ */
 
@@ -407,13 +437,27 @@ static struct mmf_attr apply_upd(struct mmf_attr a, const struct mmf_upd *u)
 	return a;
 }
 
-/* Returns 1 when some part of [start,end) has no record. */
-static int update_range(struct mmf_map *m, uint64_t start, uint64_t end,
+/* u applied to the attribute word v.  An mprotect's update (the
+ * protection alone) replaces the protection's byte in the word. */
+static uint64_t upd_word(uint64_t v, const struct mmf_upd *u)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (u->fields == MMF_F_PROT && !(u->adv_set_mask | u->adv_clear_mask | u->adv_forget)) {
+		_Static_assert(offsetof(struct mmf_attr, prot) == 0, "prot is the word's low byte");
+		return (v & ~(uint64_t)0xff) | u->a.prot;
+	}
+#endif
+	struct mmf_attr a = apply_upd(unpack(v), u);
+	return pack(&a);
+}
+
+/* Returns 1 when some part of [start,end) has no record.  p: wfind(m,
+ * start). */
+static int update_range(struct mmf_map *m, struct pos p, uint64_t start, uint64_t end,
 			const struct mmf_upd *u, int forget)
 {
-	split_at(m, start);
-	split_at(m, end);
-	struct pos p = wfind(m, start);
+	p = split_range(m, p, start, end);
+	struct pos first = p;
 	struct mmf_attr unk = unknown_attr();
 	uint64_t cur = start;
 	int holes = 0;
@@ -424,11 +468,10 @@ static int update_range(struct mmf_map *m, uint64_t start, uint64_t end,
 		if (s->start > cur)
 			holes = 1;
 		cur = s->end;
-		struct mmf_attr a = forget ? unk : apply_upd(unpack(s->attr), u);
-		ST(s->attr, pack(&a));
+		ST(s->attr, forget ? pack(&unk) : upd_word(s->attr, u));
 		p = next_pos(m, p);
 	}
-	coalesce(m, start, end);
+	coalesce_pos(m, first, end);
 	return holes || cur < end;
 }
 
@@ -444,8 +487,7 @@ int mmf_map_update(struct mmf_map *m, uint64_t start, uint64_t end, const struct
 	if (valid(m, p)) {
 		struct slot *sl = at(m, p);
 		if (sl->start == start && sl->end == end) {
-			struct mmf_attr na = apply_upd(unpack(sl->attr), u);
-			uint64_t nv = pack(&na);
+			uint64_t nv = upd_word(sl->attr, u);
 			if (nv == sl->attr)
 				return 0;
 			struct pos q, n = next_pos(m, p);
@@ -458,7 +500,7 @@ int mmf_map_update(struct mmf_map *m, uint64_t start, uint64_t end, const struct
 		}
 	}
 	wbegin(m);
-	int holes = update_range(m, start, end, u, 0);
+	int holes = update_range(m, p, start, end, u, 0);
 	wend(m);
 	return holes;
 }
@@ -493,7 +535,7 @@ void mmf_map_forget(struct mmf_map *m, uint64_t start, uint64_t end)
 	if (start >= end)
 		return;
 	wbegin(m);
-	(void)update_range(m, start, end, NULL, 1);
+	(void)update_range(m, wfind(m, start), start, end, NULL, 1);
 	wend(m);
 }
 
@@ -575,8 +617,7 @@ int mmf_map_update_hint(struct mmf_map *m, const struct mmf_hint *h, const struc
 	struct slot *sl = &b->s[i];
 	if (sl->start != h->start || sl->end != h->end)
 		return 0;
-	struct mmf_attr na = apply_upd(unpack(sl->attr), u);
-	uint64_t nv = pack(&na);
+	uint64_t nv = upd_word(sl->attr, u);
 	if (nv == sl->attr)
 		return 1;
 	if ((b->s[i - 1].end == h->start && b->s[i - 1].attr == nv) ||
