@@ -322,8 +322,6 @@ void mmf_stale_fork_child(void)
 
 static void drain(void)
 {
-	if (__atomic_load_n(&stale_over, __ATOMIC_RELAXED) & 12)
-		lock_state_apply(__atomic_fetch_and(&stale_over, ~12u, __ATOMIC_ACQ_REL));
 	for (;;) {
 		if (PLD(pending.all)) {
 			PST(pending.all, 0);
@@ -333,7 +331,7 @@ static void drain(void)
 		}
 		int n = PLD(pending.n);
 		if (n <= 0)
-			return;
+			break;
 		uint64_t s = PLD(pending.s[n - 1]), e = PLD(pending.e[n - 1]);
 		/* a handler that added an entry since the load makes this fail */
 		if (!__atomic_compare_exchange_n(&pending.n, &n, n - 1, 0, __ATOMIC_RELAXED,
@@ -343,6 +341,10 @@ static void drain(void)
 			lazy_drop(s & ~1ull, e);
 		mmf_map_forget(&map, s & ~1ull, e);
 	}
+	/* after the list: a handler notes the lock state before it adds its
+	 * range, so one the loop drained has noted it by now */
+	if (__atomic_load_n(&stale_over, __ATOMIC_RELAXED) & 12)
+		lock_state_apply(__atomic_fetch_and(&stale_over, ~12u, __ATOMIC_ACQ_REL));
 }
 
 void wleave(void)
