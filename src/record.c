@@ -142,6 +142,14 @@ static int range_has_nohuge(uint64_t s, uint64_t e)
 	return 0;
 }
 
+/* The destination a move with MREMAP_FIXED names, which the kernel may
+ * have unmapped even when the move failed: 1 and [*s,*e), or 0. */
+static int mremap_fixed_dst(const struct mmf_op *op, uint64_t *s, uint64_t *e)
+{
+	uint64_t newlen = ((uint64_t)op->a[2] + page - 1) & ~(uint64_t)(page - 1);
+	return (op->a[3] & MREMAP_FIXED) && span((uint64_t)op->a[4], newlen ? newlen : page, s, e);
+}
+
 static void record_mremap(const struct mmf_op *op, long r)
 {
 	uint64_t old = (uint64_t)op->a[0];
@@ -156,7 +164,7 @@ static void record_mremap(const struct mmf_op *op, long r)
 			return;
 		if (!(old & (page - 1)) && old + oldlen > old)
 			mmf_map_forget(&map, old, old + (oldlen ? oldlen : page));
-		if ((flags & MREMAP_FIXED) && span((uint64_t)op->a[4], newlen ? newlen : page, &s, &e))
+		if (mremap_fixed_dst(op, &s, &e))
 			mmf_map_forget(&map, s, e);
 		return;
 	}
@@ -406,8 +414,7 @@ void reentry_forget(const struct mmf_op *op, long r, int stale)
 		if (!mmf_is_err(r))
 			forget_range(stale, (uint64_t)r | 1, (uint64_t)r + newlen, 0);
 		/* a failed move may have unmapped its destination (record_mremap) */
-		else if ((op->a[3] & MREMAP_FIXED) &&
-			 span((uint64_t)op->a[4], newlen ? newlen : page, &s, &e))
+		else if (mremap_fixed_dst(op, &s, &e))
 			forget_range(stale, s | 1, e, 0);
 		return;
 	}
