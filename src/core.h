@@ -127,7 +127,7 @@ int question(const struct mmf_op *op, uint64_t *s, uint64_t *e, struct mmf_want 
 void trace(const struct mmf_op *op, const char *what, long r);
 
 /* ---- record.c: recording ------------------------------------------------- */
-void record(const struct mmf_op *op, long r, const struct mmf_hint *h);
+void record(const struct mmf_op *op, long r, struct mmf_hint *h);
 void reentry_forget(const struct mmf_op *op, long r, int stale);
 
 /* ---- decide.c: safe mode's decisions ------------------------------------- */

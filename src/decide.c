@@ -89,7 +89,7 @@ long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 
 	uint64_t s, e;
 	struct mmf_want w;
-	struct mmf_hint hint = {NULL, 0, 0, 0, 0, NULL, 0, 0};
+	struct mmf_hint hint = {.b = NULL, .r = {.attr = NULL}};
 	/* W^X (wx.c): a flip of a range relaxed to RWX is answered here;
 	 * any other mprotect on it is forwarded without the skip question. */
 	int wx = k == MMF_K_MPROTECT && mode >= MMF_MODE_SAFE ? mmf_wx_pre(op) : MMF_WX_NONE;
@@ -144,8 +144,8 @@ long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 			if (mode >= MMF_MODE_SAFE) {
 				if (ss->tracing)
 					trace(op, "skipped", 0);
-				if (hint.attr && !mmf_batch_depth)
-					mmf_fast_learn(&hint);
+				if (hint.r.attr && !mmf_batch_depth)
+					mmf_fast_learn(&hint.r);
 				return 0;
 			}
 		} else if (v == MMF_NOOP_UNPROVEN) {
@@ -191,10 +191,11 @@ long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 		mmf_wx_after(op, r);
 	mmf_thp_tick(PLD(folio_policy.thp_disabled));
 	wleave();
-	/* the record updated in place (one record, the sequence unmoved): the
-	 * next call on it may take the fast path */
-	if (hint.b && !mmf_batch_depth && __atomic_load_n(&map.seq, __ATOMIC_RELAXED) == hint.seq)
-		mmf_fast_learn(&hint);
+	/* the record that holds the range, updated in place or split off or
+	 * merged in its block (record() moved the hint to the new sequence),
+	 * and no writer since: the next call on it may take the fast path */
+	if (hint.r.attr && !mmf_batch_depth && __atomic_load_n(&map.seq, __ATOMIC_RELAXED) == hint.r.seq)
+		mmf_fast_learn(&hint.r);
 	if (ss->tracing)
 		trace(op, "forwarded", r);
 	return r;

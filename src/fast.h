@@ -70,21 +70,13 @@ extern const uint32_t *mmf_fast_seq; /* the shadow map's sequence */
  * it is not 0, read before and after the map. */
 extern uint64_t mmf_stale;
 
-/* A hint: a record of the map as a reader found it. */
-struct mmf_fast_rec {
-	uint64_t start, end;  /* the record; end == start: no hint */
-	const uint64_t *attr; /* its attribute word in the map */
-	const struct mmf_block *b; /* NULL unless the call asked for exactly it */
-	uint32_t seq;         /* the map's sequence when it was found */
-	uint32_t i;           /* its slot in block b (map.h's mmf_hint) */
-};
 /* This thread's fast-path state.  Signal handlers on this thread use it
  * too, so a hint is never changed while it may be read: a learn writes the
  * other of the two records and then moves gen (one store); a reader takes
  * r[gen & 1] and checks that gen did not move while it read. */
 struct mmf_fast_tls {
-	struct mmf_fast_rec r[2];
-	const struct mmf_fast_rec *cur; /* r[gen & 1] (NULL: none yet) */
+	struct mmf_slotref r[2];
+	const struct mmf_slotref *cur; /* r[gen & 1] (NULL: none yet) */
 	uint32_t gen;         /* moves at every learn */
 	uint32_t learning;    /* a learn is writing r[(gen + 1) & 1] */
 	struct mmf_tstats *t; /* this thread's counters, once allocated (stats.c) */
@@ -99,23 +91,18 @@ void mmf_fast_set(unsigned off, int mdwe, int wx_relax, size_t page, const uint3
 
 #define MMF_FAST_FENCE() __atomic_signal_fence(__ATOMIC_SEQ_CST)
 
-/* This thread's hint is what a reader found (map.h's mmf_hint: the record
- * holding the range, and the slot when the range was exactly one record).
- * A learn that interrupts another (from a signal handler) does nothing. */
-static inline void mmf_fast_learn(const struct mmf_hint *mh)
+/* This thread's hint is what a reader or a writer found: the record
+ * holding the call's range (map.h's mmf_slotref).  A learn that interrupts
+ * another (from a signal handler) does nothing. */
+static inline void mmf_fast_learn(const struct mmf_slotref *mh)
 {
 	struct mmf_fast_tls *x = &mmf_fast_tls;
 	if (x->learning)
 		return;
 	x->learning = 1;
 	MMF_FAST_FENCE();
-	struct mmf_fast_rec *r = &x->r[(x->gen + 1) & 1];
-	r->start = mh->rs;
-	r->end = mh->re;
-	r->attr = mh->attr;
-	r->b = mh->b;
-	r->seq = mh->seq;
-	r->i = mh->i;
+	struct mmf_slotref *r = &x->r[(x->gen + 1) & 1];
+	*r = *mh;
 	MMF_FAST_FENCE();
 	x->cur = r;
 	MMF_FAST_FENCE();
@@ -127,17 +114,17 @@ static inline void mmf_fast_learn(const struct mmf_hint *mh)
 /* Empties this thread's hint (one store; async-signal-safe). */
 static inline void mmf_fast_forget(void)
 {
-	struct mmf_fast_rec *r = (struct mmf_fast_rec *)mmf_fast_tls.cur;
+	struct mmf_slotref *r = (struct mmf_slotref *)mmf_fast_tls.cur;
 	if (r)
 		r->end = r->start;
 	MMF_FAST_FENCE();
 }
 
 /* A consistent copy of this thread's hint as of gen g: 0 when gen moved. */
-static inline int mmf_fast_copy(uint32_t g, struct mmf_fast_rec *out)
+static inline int mmf_fast_copy(uint32_t g, struct mmf_slotref *out)
 {
 	MMF_FAST_FENCE();
-	const struct mmf_fast_rec *r = mmf_fast_tls.cur;
+	const struct mmf_slotref *r = mmf_fast_tls.cur;
 	if (!r)
 		return 0;
 	*out = *r;
@@ -161,17 +148,15 @@ static inline int mmf_fast_prot(uint64_t v)
 	return at.prot;
 }
 
-/* The hint's record is exactly the call's range (the length rounded up to
- * pages) and the call may change it in place: mmf_run_change's test, on
- * the copy h of the hint and the attribute word v read with it.  What
+/* The call may change the hint's record (all of it, or a part that it
+ * splits off) without the general path: mmf_run_change's test, on the
+ * copy h of the hint and the attribute word v read with it.  What
  * mmf_fast_mprotect established for MMF_FAST_MAYBE is not tested again
  * (a page-aligned a inside the record, 0 < len <= end - a, and v not
  * already at prot unless the thread had no counters). */
-static inline int mmf_fast_changes(const struct mmf_fast_rec *h, uint64_t a, uint64_t len,
-				   int prot, uint64_t v)
+static inline int mmf_fast_changes(const struct mmf_slotref *h, int prot, uint64_t v)
 {
-	return a == h->start && (h->end - a) - len <= mmf_fast_pgmask &&
-	       ((mmf_fast_chg_prots >> prot) & 1) && h->b && mmf_fast_tls.t &&
+	return ((mmf_fast_chg_prots >> prot) & 1) && h->b && mmf_fast_tls.t &&
 	       (v & mmf_fast_cmask) == mmf_fast_cwant &&
 	       !__atomic_load_n(&mmf_fast_fwd_off, __ATOMIC_RELAXED);
 }
@@ -182,7 +167,7 @@ static inline int mmf_fast_changes(const struct mmf_fast_rec *h, uint64_t a, uin
  * learned another since generation g. */
 static inline void mmf_fast_restore(uint32_t g, uint64_t end)
 {
-	struct mmf_fast_rec *r = (struct mmf_fast_rec *)mmf_fast_tls.cur;
+	struct mmf_slotref *r = (struct mmf_slotref *)mmf_fast_tls.cur;
 	MMF_FAST_FENCE();
 	if (r && mmf_fast_tls.gen == g)
 		r->end = end;
@@ -201,7 +186,7 @@ static inline int mmf_fast_mprotect(uint64_t a, uint64_t len, int prot, uint64_t
 		return MMF_FAST_GENERAL;
 	uint32_t gen = x->gen;
 	MMF_FAST_FENCE();
-	const struct mmf_fast_rec *h = x->cur;
+	const struct mmf_slotref *h = x->cur;
 	if (__builtin_expect(!h, 0))
 		return MMF_FAST_GENERAL;
 	uint64_t hs = h->start, he = h->end;

@@ -627,35 +627,93 @@ int mmf_map_update_hint(struct mmf_map *m, const struct mmf_hint *h, const struc
 	return 1;
 }
 
-int mmf_map_set_prot_hint(struct mmf_map *m, const struct mmf_hint *h, uint8_t prot,
-			  int lock_unknown)
+/* mmf_map_reprot's second half, where records move: the record r names
+ * becomes [rs,s), [s,e) at nv and [e,re) (the parts that are not empty),
+ * and [s,e) takes in a neighbour that now equals it. */
+static __attribute__((noinline)) int reshape(struct mmf_map *m, const struct mmf_slotref *r,
+					     uint64_t s, uint64_t e, uint64_t nv,
+					     struct mmf_slotref *out)
 {
-	if (!h->b || m->seq != h->seq)
+	struct mmf_block *b = (struct mmf_block *)r->b;
+	uint32_t i = r->i, n = b->n, first = i, last = i;
+	uint64_t rs = r->start, re = r->end, v = b->s[i].attr, lo = s, hi = e;
+	if (s == rs && i > 0 && b->s[i - 1].attr == nv && b->s[i - 1].end == s) {
+		lo = b->s[i - 1].start;
+		first = i - 1;
+	}
+	if (e == re && i + 1 < n && b->s[i + 1].attr == nv && b->s[i + 1].start == e) {
+		hi = b->s[i + 1].end;
+		last = i + 1;
+	}
+	uint32_t nnew = 1 + (lo > rs) + (hi < re), nold = last - first + 1;
+	uint32_t nn = n + nnew - nold;
+	if (nn > MMF_BLOCK_CAP || (nn < n && nn < MMF_BLOCK_CAP / 4 && m->nblocks > 1))
 		return 0;
-	struct mmf_block *b = (struct mmf_block *)h->b;
-	uint32_t i = h->i;
-	if (i == 0 || i + 1 >= b->n)
+	wbegin(m);
+	for (uint32_t k = n; nn > n && k-- > last + 1;)
+		slot_copy(&b->s[k + nn - n], &b->s[k]);
+	uint32_t j = first;
+	if (lo > rs)
+		slot_set(&b->s[j++], rs, s, v);
+	uint32_t mid = j;
+	slot_set(&b->s[j++], lo, hi, nv);
+	if (hi < re)
+		slot_set(&b->s[j++], e, re, v);
+	for (uint32_t k = last + 1; nn < n && k < n; k++)
+		slot_copy(&b->s[j++], &b->s[k]);
+	ST(b->n, nn);
+	m->nrecs = m->nrecs + nn - n;
+	wend(m);
+	out->start = lo;
+	out->end = hi;
+	out->attr = &b->s[mid].attr;
+	out->b = b;
+	out->seq = m->seq;
+	out->i = mid;
+	return MMF_REPROT_MOVED;
+}
+
+int mmf_map_reprot(struct mmf_map *m, const struct mmf_slotref *r, uint64_t s, uint64_t e,
+		   uint8_t prot, int lock_unknown, struct mmf_slotref *out)
+{
+	/* an unchanged sequence: the slot holds the record r names (only the
+	 * attribute word may have changed, in place) */
+	if (!r->attr || m->seq != r->seq || s < r->start || e > r->end || s >= e)
 		return 0;
-	struct slot *sl = &b->s[i];
-	if (sl->start != h->start || sl->end != h->end)
-		return 0;
-	/* the stored word is packed already; prot and lock take no part in
-	 * what pack() normalises */
+	struct mmf_block *b = (struct mmf_block *)r->b;
+	uint32_t i = r->i;
+	uint64_t v = b->s[i].attr;
 	union {
 		uint64_t v;
 		struct mmf_attr a;
-	} w = {.v = sl->attr};
+	} w = {.v = v};
 	w.a.prot = prot;
 	if (lock_unknown)
 		w.a.lock = MMF_UNKNOWN;
 	uint64_t nv = w.v;
-	if ((b->s[i - 1].end == h->start && b->s[i - 1].attr == nv) ||
-	    (b->s[i + 1].start == h->end && b->s[i + 1].attr == nv))
-		return 0;
-	ST(sl->attr, nv);
-	return 1;
+	if (nv == v)
+		return MMF_REPROT_IN_PLACE;
+	/* the neighbours, to be merged with when they now equal the record,
+	 * must be in this block (or be none: the map's first or last record) */
+	int moved = s != r->start || e != r->end;
+	if (s == r->start) {
+		if (i > 0)
+			moved |= b->s[i - 1].attr == nv && b->s[i - 1].end == s;
+		else if (m->top[0] != b)
+			return 0;
+	}
+	if (e == r->end) {
+		if (i + 1 < b->n)
+			moved |= b->s[i + 1].attr == nv && b->s[i + 1].start == e;
+		else if (m->top[m->nblocks - 1] != b)
+			return 0;
+	}
+	if (moved)
+		return reshape(m, r, s, e, nv, out);
+	/* one record, its word alone */
+	ST(b->s[i].attr, nv);
+	return MMF_REPROT_IN_PLACE;
 }
-
 
 /* ---- debugging ---------------------------------------------------------- */
 

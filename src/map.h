@@ -166,16 +166,25 @@ int mmf_map_check(const struct mmf_map *m, uint64_t start, uint64_t end,
 /* What mmf_map_check answers for one record's attributes (a range wholly
  * inside that record): MMF_NOOP_PROVEN, MMF_NOOP_UNPROVEN or MMF_CHANGE. */
 int mmf_map_judge(const struct mmf_attr *a, const struct mmf_want *w);
+/* A record as a reader found it: [start,end), its attribute word and its
+ * slot b->s[i], which hold while the map's sequence is seq (records move
+ * only between a writer's odd and even sequence; a word alone changes in
+ * place).  fast.h's per-thread hint is one. */
+struct mmf_slotref {
+	uint64_t start, end;
+	const uint64_t *attr;
+	const struct mmf_block *b;
+	uint32_t seq, i;
+};
 /* Where a reader found that [start,end) is exactly one record, so that the
  * writer that then forwards the call can update it without searching. */
 struct mmf_hint {
 	const struct mmf_block *b;
 	uint32_t i, seq;
 	uint64_t start, end;
-	/* The record that holds the whole range, when one does (else attr
-	 * is NULL): [rs, re) and its attribute word (for fast.h's hint). */
-	const uint64_t *attr;
-	uint64_t rs, re;
+	/* The record that holds the whole range, when one does (else r.attr
+	 * is NULL). */
+	struct mmf_slotref r;
 };
 /* mmf_map_check that also fills *h (h->b stays NULL unless the range is
  * exactly one record; h->attr NULL unless one record holds it). */
@@ -186,11 +195,19 @@ int mmf_map_check_hint(const struct mmf_map *m, uint64_t start, uint64_t end,
  * neighbours: returns 1.  Otherwise changes nothing and returns 0 (the
  * caller uses mmf_map_update). */
 int mmf_map_update_hint(struct mmf_map *m, const struct mmf_hint *h, const struct mmf_upd *u);
-/* mmf_map_update_hint for what a successful mprotect to prot (not
- * PROT_GROWS*) records: the protection, and the mlock state unknown when
- * lock_unknown.  1 when done, 0 when the caller must use the general path. */
-int mmf_map_set_prot_hint(struct mmf_map *m, const struct mmf_hint *h, uint8_t prot,
-			  int lock_unknown);
+/* Writer lock held.  What a successful mprotect of [s,e) to prot (not
+ * PROT_GROWS*) records, the mlock state made unknown when lock_unknown,
+ * for [s,e) inside the record r (the map unchanged since r was taken):
+ * the record's word changes in place, or it becomes up to three, or it
+ * merges with the neighbours that now equal it, inside its block.
+ * MMF_REPROT_IN_PLACE: done, no record moved (r holds still);
+ * MMF_REPROT_MOVED: done, *out is the record that holds [s,e) now, at the
+ * map's new sequence; 0: nothing done, the caller uses the general path
+ * (the block full or left under a quarter full, a neighbour in another
+ * block, the map changed). */
+enum { MMF_REPROT_IN_PLACE = 1, MMF_REPROT_MOVED = 2 };
+int mmf_map_reprot(struct mmf_map *m, const struct mmf_slotref *r, uint64_t s, uint64_t e,
+		   uint8_t prot, int lock_unknown, struct mmf_slotref *out);
 /* Copy the record containing addr into *out; 1 if found, 0 if in a hole. */
 int mmf_map_lookup(const struct mmf_map *m, uint64_t addr,
 		   struct mmf_rec *out);

@@ -108,9 +108,11 @@ static int check_once(const struct mmf_map *m, uint64_t start, uint64_t end,
 			h->end = end;
 		}
 		if (h && cur == start && end <= e) {
-			h->attr = &b->s[i].attr;
-			h->rs = s;
-			h->re = e;
+			h->r.attr = &b->s[i].attr;
+			h->r.start = s;
+			h->r.end = e;
+			h->r.b = b;
+			h->r.i = i;
 		}
 		int v = judge(unpack(LD(b->s[i].attr)), w);
 		if (v > verdict)
@@ -158,7 +160,7 @@ int mmf_map_check_hint(const struct mmf_map *m, uint64_t start, uint64_t end,
 {
 	if (h) {
 		h->b = NULL;
-		h->attr = NULL;
+		h->r.attr = NULL;
 	}
 	if (start >= end)
 		return MMF_CHANGE;
@@ -168,12 +170,12 @@ int mmf_map_check_hint(const struct mmf_map *m, uint64_t start, uint64_t end,
 		int v = LD(m->full) ? MMF_CHANGE : check_once(m, start, end, w, h);
 		if (read_end(m, seq) && v != MMF_BUSY) {
 			if (h)
-				h->seq = seq;
+				h->seq = h->r.seq = seq;
 			return v;
 		}
 		if (h) {
 			h->b = NULL;
-			h->attr = NULL;
+			h->r.attr = NULL;
 		}
 		if (--budget <= 0)
 			break;

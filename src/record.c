@@ -188,7 +188,7 @@ static void upd(uint64_t s, uint64_t e, const struct mmf_upd *u, const struct mm
 		learn(s, e, u);
 }
 
-void record(const struct mmf_op *op, long r, const struct mmf_hint *h)
+void record(const struct mmf_op *op, long r, struct mmf_hint *h)
 {
 	struct mmf_safe_state *ss = &safe_state;
 	uint64_t s, e;
@@ -241,6 +241,18 @@ void record(const struct mmf_op *op, long r, const struct mmf_hint *h)
 			 * populated: a later mlock would do work. */
 			u.fields |= MMF_F_LOCK;
 			u.a.lock = MMF_UNKNOWN;
+		}
+		/* inside the record the reader found: split or merged in its
+		 * block, and the hint names the record that holds [s,e) now */
+		if (h && !(u.fields & MMF_F_PKEY)) {
+			struct mmf_slotref nr;
+			int d = mmf_map_reprot(&map, &h->r, s, e, (uint8_t)prot, ss->mlock_seen, &nr);
+			if (d == MMF_REPROT_MOVED) {
+				h->b = NULL;
+				h->r = nr;
+			}
+			if (d)
+				return;
 		}
 		upd(s, e, &u, h, r);
 		return;

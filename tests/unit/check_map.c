@@ -595,6 +595,80 @@ START_TEST(test_remove)
 }
 END_TEST
 
+/* mmf_map_reprot where records sit at the edges of blocks: 600 one-page
+ * records alternating RW and RO (several blocks), then every RO page made
+ * RW through a reader's hint, in a scattered order, each merging with both
+ * neighbours.  Where a neighbour is in another block reprot must decline
+ * (the general update merges across blocks); the count drops by two either
+ * way and the map stays valid.  Then the other way: single pages split off
+ * the one record, each through the hint the last change named. */
+START_TEST(test_reprot_edges)
+{
+	struct mmf_map m;
+	init_map(&m);
+	enum { N = 600 };
+	for (int i = 0; i < N; i++)
+		w_set(&m, P(i), P(i + 1), owned_prot(i % 2 ? RO : RW));
+	EXPECT_COUNT(&m, N);
+	uint64_t count = N;
+	long answers[3] = {0};
+	for (int k = 0; k < N / 2; k++) {
+		int i = 1 + 2 * ((k * 97) % (N / 2)); /* 97 is prime to 300 */
+		if (i >= N - 1)
+			continue;
+		struct mmf_hint h;
+		struct mmf_want w = {.what = MMF_Q_PROT, .prot = RW};
+		ck_assert_int_eq(mmf_map_check_hint(&m, P(i), P(i + 1), &w, &h), MMF_CHANGE);
+		ck_assert_ptr_nonnull(h.r.attr);
+		struct mmf_slotref nr;
+		mmf_map_wlock(&m);
+		int d = mmf_map_reprot(&m, &h.r, P(i), P(i + 1), RW, 0, &nr);
+		if (!d) {
+			struct mmf_upd u = upd_fields(MMF_F_PROT, owned_prot(RW));
+			mmf_map_update(&m, P(i), P(i + 1), &u);
+		}
+		mmf_map_wunlock(&m);
+		ck_assert_int_ne(d, MMF_REPROT_IN_PLACE);
+		answers[d]++;
+		count -= 2;
+		ck_assert_int_eq(mmf_map_validate(&m), 0);
+		EXPECT_COUNT(&m, count);
+		if (d == MMF_REPROT_MOVED) {
+			struct mmf_rec r;
+			ck_assert(mmf_map_lookup(&m, P(i), &r));
+			ck_assert(r.start == nr.start && r.end == nr.end && nr.seq == m.seq);
+		}
+	}
+	ck_assert_msg(answers[0] > 0 && answers[MMF_REPROT_MOVED] > 100,
+		      "declined %ld, moved %ld", answers[0], answers[MMF_REPROT_MOVED]);
+	/* one record now; a page split off, put back, the next one ... */
+	w_set(&m, P(0), P(N), owned_prot(RW));
+	struct mmf_hint h;
+	struct mmf_want w = {.what = MMF_Q_PROT, .prot = RO};
+	mmf_map_check_hint(&m, P(5), P(6), &w, &h);
+	struct mmf_slotref r = h.r;
+	for (int i = 5; i < N - 5; i += 7) {
+		struct mmf_slotref nr;
+		mmf_map_wlock(&m);
+		ck_assert_int_eq(mmf_map_reprot(&m, &r, P(i), P(i + 1), RO, 0, &nr), MMF_REPROT_MOVED);
+		EXPECT_COUNT(&m, 3);
+		ck_assert(nr.start == P(i) && nr.end == P(i + 1));
+		ck_assert_int_eq(mmf_map_reprot(&m, &nr, P(i), P(i + 1), RW, 0, &r), MMF_REPROT_MOVED);
+		mmf_map_wunlock(&m);
+		EXPECT_COUNT(&m, 1);
+		ck_assert(r.start == P(0) && r.end == P(N));
+		ck_assert_int_eq(mmf_map_validate(&m), 0);
+	}
+	/* a stale hint is declined */
+	r.seq -= 2;
+	struct mmf_slotref nr;
+	mmf_map_wlock(&m);
+	ck_assert_int_eq(mmf_map_reprot(&m, &r, P(3), P(4), RO, 0, &nr), 0);
+	mmf_map_wunlock(&m);
+	EXPECT_COUNT(&m, 1);
+}
+END_TEST
+
 START_TEST(test_update)
 {
 	struct mmf_map m;
@@ -1260,7 +1334,7 @@ static int model_check(int s, int e, const struct mmf_want *w)
 
 enum {
 	K_SET, K_UPD, K_UPD_EMPTY, K_REMOVE, K_FORGET, K_SHRINK, K_GROW,
-	K_MOVE, K_MOVE_KEEP, K_FORK, K_CLEAR, K_NKINDS
+	K_MOVE, K_MOVE_KEEP, K_FORK, K_CLEAR, K_REPROT, K_NKINDS
 };
 
 struct mctx {
@@ -1275,6 +1349,7 @@ struct mctx {
 	int maxruns;
 	long sumruns, bigops; /* bigops: ops with > MMF_BLOCK_CAP records */
 	long splits, merges; /* count went up / down */
+	long reprot[3]; /* mmf_map_reprot's answers: 0, in place, moved */
 };
 
 static const uint8_t prot_pal[] = { RW, RW, RO, NOPROT, RX, UNK };
@@ -1458,6 +1533,75 @@ static void touch(struct mctx *c, int s, int e)
 	}
 }
 
+/* What forwarded mprotects do: a reader's hint for [s,e), then, under the
+ * lock, mmf_map_reprot through it, or the general update when it declines;
+ * then, as the fast path does with the record it learns, up to two more
+ * changes of a part of the record the last answer names.  A hint taken one
+ * sequence ago (one in eight) must be declined.  When records moved, the
+ * record named must be the one that holds [s,e) now, at the map's
+ * sequence, and its word the record's. */
+static void do_reprot(struct mmf_map *m, struct mctx *c)
+{
+	int s, e;
+	pick_range(c, 1, c->frag ? 8 : chance(&c->rng, 80) ? 48 : MNP, &s, &e);
+	static const uint8_t prots[] = {RW, RO, NOPROT, RX, RW | PROT_EXEC};
+	struct mmf_hint h;
+	struct mmf_want w = {.what = MMF_Q_PROT, .prot = RW};
+	memset(&h, 0x5a, sizeof h);
+	mmf_map_check_hint(m, maddr(s), maddr(e), &w, &h);
+	struct mmf_slotref r = h.r;
+	int stale = chance(&c->rng, 12), rounds = 1 + (int)rnd(&c->rng, 3);
+	if (stale)
+		r.seq -= 2;
+	for (int k = 0; k < rounds; k++) {
+		uint8_t prot = PICK(c, prots);
+		int lk = chance(&c->rng, 20);
+		snprintf(c->desc, sizeof c->desc,
+			 "seed %d op %ld: reprot %d [%d,%d) prot=%#x lock_unknown=%d stale=%d (hint [%#llx,%#llx))",
+			 c->seed, c->op, k, s, e, prot, lk, stale, (unsigned long long)r.start,
+			 (unsigned long long)r.end);
+		struct mmf_upd u;
+		memset(&u, 0, sizeof u);
+		u.fields = MMF_F_PROT | (lk ? MMF_F_LOCK : 0);
+		u.a.prot = prot;
+		u.a.lock = UNK;
+		struct mmf_slotref nr;
+		memset(&nr, 0x5a, sizeof nr);
+		mmf_map_wlock(m);
+		int d = r.attr ? mmf_map_reprot(m, &r, maddr(s), maddr(e), prot, lk, &nr) : 0;
+		if (!d)
+			mmf_map_update(m, maddr(s), maddr(e), &u);
+		mmf_map_wunlock(m);
+		REQUIRE(d >= 0 && d <= MMF_REPROT_MOVED && !(stale && d),
+			"%s\n  reprot answered %d", c->desc, d);
+		m_update(s, e, &u);
+		touch(c, s, e);
+		c->reprot[d]++;
+		c->kinds[K_REPROT]++;
+		if (!d)
+			return;
+		if (d == MMF_REPROT_MOVED) {
+			struct mmf_rec rec;
+			REQUIRE(mmf_map_lookup(m, maddr(s), &rec) == 1 && rec.start == nr.start &&
+					rec.end == nr.end && nr.seq == m->seq,
+				"%s\n  moved: names [%#llx,%#llx) seq %u, lookup [%#llx,%#llx) seq %u",
+				c->desc, (unsigned long long)nr.start, (unsigned long long)nr.end,
+				nr.seq, (unsigned long long)rec.start, (unsigned long long)rec.end,
+				m->seq);
+			struct mmf_attr a;
+			uint64_t v = *nr.attr;
+			memcpy(&a, &v, sizeof a);
+			REQUIRE(attr_eq(&a, &rec.a), "%s\n  moved: its word is %s, lookup %s",
+				c->desc, astr(&a), astr(&rec.a));
+			r = nr;
+		}
+		/* the next change: a part of the record named */
+		int rs = (int)((r.start - MBASE) / PG), re = (int)((r.end - MBASE) / PG);
+		s = rs + (int)rnd(&c->rng, (unsigned)(re - rs));
+		e = s + 1 + (int)rnd(&c->rng, (unsigned)(re - s));
+	}
+}
+
 static void do_op(struct mmf_map *m, struct mctx *c)
 {
 	unsigned r = rnd(&c->rng, 1000);
@@ -1477,6 +1621,8 @@ static void do_op(struct mmf_map *m, struct mctx *c)
 		m_set(s, e, a);
 		touch(c, s, e);
 		c->kinds[K_SET]++;
+	} else if (r < 570 && r >= 490) {
+		do_reprot(m, c);
 	} else if (r < 570) {
 		pick_range(c, 1, MNP, &s, &e);
 		struct mmf_upd u = gen_upd(c, s, e);
@@ -1778,6 +1924,9 @@ START_TEST(test_model_random)
 			c.splits, c.merges);
 	for (int k = 0; getenv("MMF_TEST_STATS") && k < K_NKINDS; k++)
 		fprintf(stderr, " %ld%s", c.kinds[k], k + 1 < K_NKINDS ? "" : "\n");
+	if (getenv("MMF_TEST_STATS"))
+		fprintf(stderr, "  reprot declined %ld, in place %ld, moved %ld\n", c.reprot[0],
+			c.reprot[MMF_REPROT_IN_PLACE], c.reprot[MMF_REPROT_MOVED]);
 
 	/* The test itself must have covered the ground. */
 	REQUIRE(c.ans[MMF_NOOP_PROVEN] >= 200 && c.ans[MMF_NOOP_UNPROVEN] >= 200 &&
@@ -1790,6 +1939,10 @@ START_TEST(test_model_random)
 	REQUIRE(c.maxruns > MMF_BLOCK_CAP && c.bigops >= 500,
 		"seed %d: at most %d records at once, more than a block in %ld ops",
 		_i, c.maxruns, c.bigops);
+	REQUIRE(c.reprot[0] >= 50 && c.reprot[MMF_REPROT_IN_PLACE] >= 50 &&
+			c.reprot[MMF_REPROT_MOVED] >= 200,
+		"seed %d: reprot declined %ld, in place %ld, moved %ld", _i, c.reprot[0],
+		c.reprot[MMF_REPROT_IN_PLACE], c.reprot[MMF_REPROT_MOVED]);
 	REQUIRE(c.splits > 1000 && c.merges > 1000,
 		      "seed %d: %ld ops added records, %ld removed some", _i,
 		      c.splits, c.merges);
@@ -2157,9 +2310,24 @@ START_TEST(test_concurrent_readers)
 			u.adv_forget = (uint8_t)(rnd(&rng, 32) & rnd(&rng, 32) &
 						 (uint8_t)~u.adv_set_mask);
 			mmf_map_update(&m, caddr(s), caddr(e), &u);
-		} else if (r < 75) {
+		} else if (r < 70) {
+			/* a forwarded mprotect: records split and merge in
+			 * their block while the readers read */
+			struct mmf_hint h;
+			struct mmf_want w = want_prot(RW);
+			struct mmf_slotref nr;
+			uint8_t p = chance(&rng, 50) ? RW : RO;
+			mmf_map_check_hint(&m, caddr(s), caddr(e), &w, &h);
+			if (!h.r.attr || !mmf_map_reprot(&m, &h.r, caddr(s), caddr(e), p, 0, &nr)) {
+				struct mmf_upd u;
+				memset(&u, 0, sizeof u);
+				u.fields = MMF_F_PROT;
+				u.a.prot = p;
+				mmf_map_update(&m, caddr(s), caddr(e), &u);
+			}
+		} else if (r < 78) {
 			mmf_map_remove(&m, caddr(s), caddr(e));
-		} else if (r < 85) {
+		} else if (r < 86) {
 			mmf_map_forget(&m, caddr(s), caddr(e));
 		} else {
 			/* move inside the same region */
@@ -2294,6 +2462,7 @@ Suite *map_suite(void)
 	tcase_add_test(tc, test_adv_unknown_bits_merge);
 	tcase_add_test(tc, test_remove);
 	tcase_add_test(tc, test_update);
+	tcase_add_test(tc, test_reprot_edges);
 	tcase_add_test(tc, test_forget);
 	tcase_add_test(tc, test_move);
 	tcase_add_test(tc, test_fork_child);
