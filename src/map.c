@@ -682,7 +682,15 @@ int mmf_map_reprot(struct mmf_map *m, const struct mmf_slotref *r, uint64_t s, u
 		return 0;
 	struct mmf_block *b = (struct mmf_block *)r->b;
 	uint32_t i = r->i;
-	uint64_t v = b->s[i].attr;
+	uint64_t v = b->s[i].attr, nv;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	/* whole-word arithmetic: byte stores into a register's parts would
+	 * stall its next full read */
+	_Static_assert(offsetof(struct mmf_attr, lock) == 1, "lock is the word's second byte");
+	nv = (v & ~(uint64_t)0xff) | prot;
+	if (lock_unknown)
+		nv |= (uint64_t)MMF_UNKNOWN << 8;
+#else
 	union {
 		uint64_t v;
 		struct mmf_attr a;
@@ -690,7 +698,8 @@ int mmf_map_reprot(struct mmf_map *m, const struct mmf_slotref *r, uint64_t s, u
 	w.a.prot = prot;
 	if (lock_unknown)
 		w.a.lock = MMF_UNKNOWN;
-	uint64_t nv = w.v;
+	nv = w.v;
+#endif
 	if (nv == v)
 		return MMF_REPROT_IN_PLACE;
 	/* the neighbours, to be merged with when they now equal the record,
