@@ -168,7 +168,9 @@ static int touched(const struct mmf_op *op, uint64_t s[2], uint64_t e[2])
 void mmf_wx_before(const struct mmf_op *op)
 {
 	uint64_t s[2], e[2];
-	if (!active || !nused)
+	/* only relaxed entries end here, and kept ones before an mremap:
+	 * without either, no need to walk the table */
+	if (!active || !nused || (!nrelaxed && op->kind != MMF_K_MREMAP))
 		return;
 	int n = touched(op, s, e);
 	for (int i = 0; i < WX_MAX; i++) {
