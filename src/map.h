@@ -187,7 +187,7 @@ struct mmf_hint {
 	struct mmf_slotref r;
 };
 /* mmf_map_check that also fills *h (h->b stays NULL unless the range is
- * exactly one record; h->attr NULL unless one record holds it). */
+ * exactly one record; h->r.attr NULL unless one record holds it). */
 int mmf_map_check_hint(const struct mmf_map *m, uint64_t start, uint64_t end,
 		       const struct mmf_want *w, struct mmf_hint *h);
 /* Writer lock held.  Applies u to the record h names when the map has not
