@@ -79,6 +79,17 @@ static __attribute__((noinline)) int mprotect_run(void *addr, size_t len, int pr
 	return (int)mmf_libc_ret(mmf_run(&op));
 }
 
+/* A change the hint holds, on memory not executable before or after:
+ * mmf_fast_forward, else the engine's course for it. */
+static __attribute__((noinline)) int mprotect_change(void *addr, size_t len, int prot, uint64_t v,
+						     uint32_t g)
+{
+	long r = mmf_fast_forward((uint64_t)addr, len, prot, v, g, mmf_next.mprotect, fwd_mprotect);
+	if (r != MMF_FAST_DECLINED)
+		return (int)mmf_libc_ret(r);
+	return mprotect_run(addr, len, prot, MMF_FAST_MAYBE, v, g);
+}
+
 MMF_EXPORT int mprotect(void *addr, size_t len, int prot)
 {
 	uint64_t v = 0;
@@ -86,6 +97,8 @@ MMF_EXPORT int mprotect(void *addr, size_t len, int prot)
 	int f = mmf_fast_mprotect((uint64_t)addr, len, prot, &v, &g);
 	if (f == MMF_FAST_SKIPPED)
 		return 0;
+	if (f == MMF_FAST_MAYBE && !((prot | mmf_fast_prot(v)) & PROT_EXEC))
+		return mprotect_change(addr, len, prot, v, g);
 	return mprotect_run(addr, len, prot, f, v, g);
 }
 

@@ -92,6 +92,7 @@ extern uint32_t mmf_bypass_ok;
 extern uint64_t mmf_lock_wait_ns;
 extern uint64_t mmf_stale, mmf_stale_epoch;
 int wenter_try(void);
+int wenter_quick(void);
 void stale_add(uint64_t s, uint64_t e, int prot_only);
 void stale_add_all(void);
 void lock_state_changed(int future);
@@ -132,6 +133,17 @@ void reentry_forget(const struct mmf_op *op, long r, int stale);
 
 /* ---- decide.c: safe mode's decisions ------------------------------------- */
 long forward(const struct mmf_op *op, struct mmf_tstats *t, uint64_t bytes);
+/* Kernel time is measured for every call of the first 64 of a kind on a
+ * thread, then for one call in 8, which stands for the 8: reading the clock
+ * twice costs about 2% of a one-page mprotect on a virtual machine.  n: the
+ * kind's calls on this thread, this one counted. */
+#define MMF_TIME_ALL 64
+#define MMF_TIME_EVERY 8
+static inline int mmf_time_due(uint64_t n) { return n <= MMF_TIME_ALL || n % MMF_TIME_EVERY == 0; }
+static inline void mmf_time_add(struct mmf_tstats *t, int kind, uint64_t n, uint64_t dt)
+{
+	mmf_stat_add(t, kind, MMF_S_KERNEL_NS, n <= MMF_TIME_ALL ? dt : dt * MMF_TIME_EVERY);
+}
 long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked);
 /* A call forwarded without the map (when wenter_try says so). */
 long mmf_bypass(const struct mmf_op *op, struct mmf_tstats *t, uint64_t asked);

@@ -17,21 +17,14 @@
 #include "wx.h"
 
 
-/* Kernel time is measured for every call of the first 64 of a kind on a
- * thread, then for one call in 8, which stands for the 8: reading the clock
- * twice costs about 2% of a one-page mprotect on a virtual machine. */
-#define TIME_ALL 64
-#define TIME_EVERY 8
-
 long forward(const struct mmf_op *op, struct mmf_tstats *t, uint64_t bytes)
 {
 	uint64_t n = t->v[op->kind][MMF_S_CALLS];
 	long r;
-	if (n <= TIME_ALL || n % TIME_EVERY == 0) {
+	if (mmf_time_due(n)) {
 		uint64_t t0 = mmf_ticks();
 		r = op->fwd(op);
-		uint64_t dt = mmf_ticks() - t0;
-		mmf_stat_add(t, op->kind, MMF_S_KERNEL_NS, n <= TIME_ALL ? dt : dt * TIME_EVERY);
+		mmf_time_add(t, op->kind, n, mmf_ticks() - t0);
 	} else {
 		r = op->fwd(op);
 	}

@@ -36,6 +36,13 @@ long mmf_run(struct mmf_op *op);
  * MMF_FAST_MAYBE, on the same thread, just before: v is the record's
  * attribute word it read from the hint of generation g. */
 long mmf_run_change(struct mmf_op *op, uint64_t v, uint32_t g);
+/* mmf_run_change's shortest course (fastrun.c), taken first: the
+ * kernel's result (0 or -errno), or MMF_FAST_DECLINED with nothing done.
+ * kfn: the next mprotect (NULL: declined); fwd: the mmf_op forwarder the
+ * longer courses use. */
+#define MMF_FAST_DECLINED 1
+long mmf_fast_forward(uint64_t a, uint64_t len, int prot, uint64_t v0, uint32_t g,
+		      int (*kfn)(void *, size_t, int), long (*fwd)(const struct mmf_op *));
 
 /* A call made on behalf of a batch (batch.c): decided, forwarded and
  * recorded like any other, but not counted as a call. */

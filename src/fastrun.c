@@ -2,6 +2,8 @@
  * that changes exactly the record of the thread's hint. */
 #include "core.h"
 
+#include <errno.h>
+
 #include "fast.h"
 #include "profile.h"
 #include "shape.h"
@@ -20,14 +22,47 @@
  * executable records, mmf_wx_after only on requests for RW or RX (the
  * detector's bookkeeping, for RW requests on records that are not
  * executable, is mmf_wx_rw_done). */
+/* What follows the kernel call of a change to the hint's record (r its
+ * result, kernel style; the writer section held; exec: the call or the
+ * record involves PROT_EXEC, mmf_wx_before done): the map updated, the
+ * W^X and huge-page bookkeeping, the section left, the hint kept or
+ * learned. */
+static inline __attribute__((always_inline)) long change_done(const struct mmf_op *op, long r,
+							      const struct mmf_slotref *fr, uint32_t g,
+			int exec)
+{
+	struct mmf_slotref nr;
+	uint64_t a = (uint64_t)op->a[0];
+	uint64_t e = (a + (uint64_t)op->a[1] + mmf_fast_pgmask) & ~mmf_fast_pgmask;
+	int prot = (int)op->a[2];
+	int d = r == 0 ? mmf_map_reprot(&map, fr, a, e, (uint8_t)prot, safe_state.mlock_seen, &nr) : 0;
+	if (!d) {
+		struct mmf_hint h = {.b = a == fr->start && e == fr->end ? fr->b : NULL, .i = fr->i,
+				     .seq = fr->seq, .start = a, .end = e, .r = *fr};
+		record(op, r, &h);
+	}
+	if (exec)
+		mmf_wx_after(op, r);
+	else if (r == 0 && prot == (PROT_READ | PROT_WRITE))
+		mmf_wx_rw_done(a, e); /* what mmf_wx_after does for it */
+	mmf_thp_tick(PLD(folio_policy.thp_disabled));
+	wleave_quick();
+	if (d == MMF_REPROT_IN_PLACE)
+		mmf_fast_restore(g, fr->end); /* the slot holds the record still */
+	else if (d == MMF_REPROT_MOVED && __atomic_load_n(&map.seq, __ATOMIC_RELAXED) == nr.seq)
+		mmf_fast_learn(&nr); /* the record that holds the range now */
+	return r;
+}
+
 long mmf_run_change(struct mmf_op *op, uint64_t v0, uint32_t g)
 {
-	struct mmf_slotref fr, nr;
-	uint64_t a = (uint64_t)op->a[0], asked = (uint64_t)op->a[1];
+	struct mmf_slotref fr;
+	uint64_t asked = (uint64_t)op->a[1];
 	int prot = (int)op->a[2];
 	/* one copy of the hint; a handler that ran since it was read may have
-	 * changed it (the copy fails) */
-	if (!mmf_fast_copy(g, &fr) || !mmf_fast_changes(&fr, prot, v0))
+	 * changed it (the copy fails); a handler that interrupted the entry of
+	 * a section, before it emptied the hint, re-enters (mmf_run) */
+	if (in_write || !mmf_fast_copy(g, &fr) || !mmf_fast_changes(&fr, prot, v0))
 		return mmf_run(op);
 	struct mmf_tstats *t = mmf_fast_tls.t;
 	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_CALLS, 1);
@@ -42,23 +77,82 @@ long mmf_run_change(struct mmf_op *op, uint64_t v0, uint32_t g)
 	int exec = (prot | mmf_fast_prot(v)) & PROT_EXEC;
 	if (exec)
 		mmf_wx_before(op);
-	long r = forward(op, t, asked);
-	uint64_t e = (a + asked + mmf_fast_pgmask) & ~mmf_fast_pgmask;
-	int d = r == 0 ? mmf_map_reprot(&map, &fr, a, e, (uint8_t)prot, safe_state.mlock_seen, &nr) : 0;
-	if (!d) {
-		struct mmf_hint h = {.b = a == fr.start && e == fr.end ? fr.b : NULL, .i = fr.i,
-				     .seq = fr.seq, .start = a, .end = e, .r = fr};
-		record(op, r, &h);
+	return change_done(op, forward(op, t, asked), &fr, g, exec);
+}
+
+static __attribute__((noinline)) int timed(struct mmf_tstats *t, uint64_t n,
+					   int (*kfn)(void *, size_t, int), uint64_t a,
+					   uint64_t len, int prot)
+{
+	uint64_t t0 = mmf_ticks();
+	int r = kfn((void *)a, len, prot);
+	int err = errno;
+	mmf_time_add(t, MMF_K_MPROTECT, n, mmf_ticks() - t0);
+	errno = err;
+	return r;
+}
+
+/* mmf_fast_forward's course when the call failed or the map's block could
+ * not take the change: change_done, from an mmf_op. */
+static __attribute__((noinline)) long change_rest(uint64_t a, uint64_t len, int prot, int r,
+						  const struct mmf_slotref *fr, uint32_t g,
+						  long (*fwd)(const struct mmf_op *))
+{
+	struct mmf_op op = {.kind = MMF_K_MPROTECT, .a = {(long)a, (long)len, prot}, .fwd = fwd};
+	long kr = r == 0 ? 0 : -(long)errno;
+	if (r != 0)
+		mmf_stat_add(mmf_fast_tls.t, MMF_K_MPROTECT, MMF_S_ERRORS, 1);
+	return change_done(&op, kr, fr, g, 0);
+}
+
+/* The forward path at its shortest: mmf_run_change for a call on memory
+ * not executable before or after (the caller tests it; no W^X
+ * bookkeeping then but the RW note),
+ * when bypassing is allowed (safe mode's defaults, no signal masking) and
+ * the writer lock is free at the first try; the kernel reached through
+ * kfn (the next mprotect) without an mmf_op, and the map updated in the
+ * record's block (its word in place when the call asks for all of it and
+ * no neighbour then equals it, else mmf_map_reprot).  A call that fails,
+ * or that the block cannot take, goes on as mmf_run_change would from the
+ * same point (change_rest).  Returns the kernel's result (0 or -errno),
+ * or MMF_FAST_DECLINED with nothing done. */
+long mmf_fast_forward(uint64_t a, uint64_t len, int prot, uint64_t v0, uint32_t g,
+		      int (*kfn)(void *, size_t, int), long (*fwd)(const struct mmf_op *))
+{
+	struct mmf_slotref fr, nr;
+	if (!kfn || !mmf_fast_copy(g, &fr) || !mmf_fast_changes(&fr, prot, v0))
+		return MMF_FAST_DECLINED;
+	if (!wenter_quick()) {
+		mmf_fast_restore(g, fr.end);
+		return MMF_FAST_DECLINED;
 	}
-	if (exec)
-		mmf_wx_after(op, r);
-	else if (r == 0 && prot == (PROT_READ | PROT_WRITE))
-		mmf_wx_rw_done(a, e); /* what mmf_wx_after does for it */
+	uint64_t v = PLD(*fr.attr);
+	if (map.seq != fr.seq || (v & mmf_fast_cmask) != mmf_fast_cwant) {
+		wleave_quick();
+		mmf_fast_restore(g, fr.end);
+		return MMF_FAST_DECLINED;
+	}
+	struct mmf_tstats *t = mmf_fast_tls.t;
+	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_CALLS, 1);
+	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_BYTES_ASKED, len);
+	uint64_t n = t->v[MMF_K_MPROTECT][MMF_S_CALLS];
+	int r = mmf_time_due(n) ? timed(t, n, kfn, a, len, prot) : kfn((void *)a, len, prot);
+	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_FORWARDED, 1);
+	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_BYTES_KERNEL, len);
+	if (r != 0)
+		return change_rest(a, len, prot, r, &fr, g, fwd);
+	uint64_t e = (a + len + mmf_fast_pgmask) & ~mmf_fast_pgmask;
+	int lk = safe_state.mlock_seen, d = MMF_REPROT_IN_PLACE;
+	if ((a != fr.start || e != fr.end || !mmf_map_reprot_whole(&map, &fr, (uint8_t)prot, lk)) &&
+	    !(d = mmf_map_reprot(&map, &fr, a, e, (uint8_t)prot, lk, &nr)))
+		return change_rest(a, len, prot, r, &fr, g, fwd);
+	if (prot == (PROT_READ | PROT_WRITE))
+		mmf_wx_rw_done(a, e);
 	mmf_thp_tick(PLD(folio_policy.thp_disabled));
 	wleave_quick();
 	if (d == MMF_REPROT_IN_PLACE)
-		mmf_fast_restore(g, fr.end); /* the slot holds the record still */
-	else if (d == MMF_REPROT_MOVED && __atomic_load_n(&map.seq, __ATOMIC_RELAXED) == nr.seq)
-		mmf_fast_learn(&nr); /* the record that holds the range now */
-	return r;
+		mmf_fast_restore(g, fr.end);
+	else if (__atomic_load_n(&map.seq, __ATOMIC_RELAXED) == nr.seq)
+		mmf_fast_learn(&nr);
+	return 0;
 }

@@ -673,6 +673,30 @@ static __attribute__((noinline)) int reshape(struct mmf_map *m, const struct mmf
 	return MMF_REPROT_MOVED;
 }
 
+/* The attribute word v after an mprotect to prot (the mlock state made
+ * unknown when lock_unknown). */
+static inline uint64_t reprot_word(uint64_t v, uint8_t prot, int lock_unknown)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	/* whole-word arithmetic: byte stores into a register's parts would
+	 * stall its next full read */
+	_Static_assert(offsetof(struct mmf_attr, lock) == 1, "lock is the word's second byte");
+	uint64_t nv = (v & ~(uint64_t)0xff) | prot;
+	if (lock_unknown)
+		nv |= (uint64_t)MMF_UNKNOWN << 8;
+	return nv;
+#else
+	union {
+		uint64_t v;
+		struct mmf_attr a;
+	} w = {.v = v};
+	w.a.prot = prot;
+	if (lock_unknown)
+		w.a.lock = MMF_UNKNOWN;
+	return w.v;
+#endif
+}
+
 int mmf_map_reprot(struct mmf_map *m, const struct mmf_slotref *r, uint64_t s, uint64_t e,
 		   uint8_t prot, int lock_unknown, struct mmf_slotref *out)
 {
@@ -682,24 +706,7 @@ int mmf_map_reprot(struct mmf_map *m, const struct mmf_slotref *r, uint64_t s, u
 		return 0;
 	struct mmf_block *b = (struct mmf_block *)r->b;
 	uint32_t i = r->i;
-	uint64_t v = b->s[i].attr, nv;
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	/* whole-word arithmetic: byte stores into a register's parts would
-	 * stall its next full read */
-	_Static_assert(offsetof(struct mmf_attr, lock) == 1, "lock is the word's second byte");
-	nv = (v & ~(uint64_t)0xff) | prot;
-	if (lock_unknown)
-		nv |= (uint64_t)MMF_UNKNOWN << 8;
-#else
-	union {
-		uint64_t v;
-		struct mmf_attr a;
-	} w = {.v = v};
-	w.a.prot = prot;
-	if (lock_unknown)
-		w.a.lock = MMF_UNKNOWN;
-	nv = w.v;
-#endif
+	uint64_t v = b->s[i].attr, nv = reprot_word(v, prot, lock_unknown);
 	if (nv == v)
 		return MMF_REPROT_IN_PLACE;
 	/* the neighbours, to be merged with when they now equal the record,
@@ -722,6 +729,23 @@ int mmf_map_reprot(struct mmf_map *m, const struct mmf_slotref *r, uint64_t s, u
 	/* one record, its word alone */
 	ST(b->s[i].attr, nv);
 	return MMF_REPROT_IN_PLACE;
+}
+
+int mmf_map_reprot_whole(struct mmf_map *m, const struct mmf_slotref *r, uint8_t prot,
+			 int lock_unknown)
+{
+	if (m->seq != r->seq)
+		return 0;
+	struct mmf_block *b = (struct mmf_block *)r->b;
+	uint32_t i = r->i;
+	uint64_t nv = reprot_word(b->s[i].attr, prot, lock_unknown);
+	if (i > 0 ? b->s[i - 1].attr == nv && b->s[i - 1].end == r->start : m->top[0] != b)
+		return 0;
+	if (i + 1 < b->n ? b->s[i + 1].attr == nv && b->s[i + 1].start == r->end
+			 : m->top[m->nblocks - 1] != b)
+		return 0;
+	ST(b->s[i].attr, nv);
+	return 1;
 }
 
 /* ---- debugging ---------------------------------------------------------- */

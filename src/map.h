@@ -208,6 +208,11 @@ int mmf_map_update_hint(struct mmf_map *m, const struct mmf_hint *h, const struc
 enum { MMF_REPROT_IN_PLACE = 1, MMF_REPROT_MOVED = 2 };
 int mmf_map_reprot(struct mmf_map *m, const struct mmf_slotref *r, uint64_t s, uint64_t e,
 		   uint8_t prot, int lock_unknown, struct mmf_slotref *out);
+/* mmf_map_reprot for all of r's record ([r->start, r->end), r->attr not
+ * NULL) when no neighbour then equals it: the word stored in place (as
+ * MMF_REPROT_IN_PLACE), 1.  Otherwise nothing done: 0. */
+int mmf_map_reprot_whole(struct mmf_map *m, const struct mmf_slotref *r, uint8_t prot,
+			 int lock_unknown);
 /* Copy the record containing addr into *out; 1 if found, 0 if in a hole. */
 int mmf_map_lookup(const struct mmf_map *m, uint64_t addr,
 		   struct mmf_rec *out);

@@ -76,14 +76,23 @@ void async_restore(void)
 }
 
 /* in_write is set before the lock is taken: a signal handler that runs in
- * between must not wait for a lock its own thread is about to hold. */
-void wenter(void)
+ * between must not wait for a lock its own thread is about to hold.  And
+ * before the thread's hint is emptied (a handler that runs inside must not
+ * skip from it): a handler that ran in between with in_write still 0
+ * would take the general path and could learn a hint that then held
+ * through the section. */
+static inline void section_open(void)
 {
-	mmf_fast_forget(); /* a handler that runs inside must not skip from it */
-	if (!__atomic_load_n(&mmf_bypass_ok, __ATOMIC_RELAXED))
-		async_block();
 	in_write = 1;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	mmf_fast_forget();
+}
+
+void wenter(void)
+{
+	if (!__atomic_load_n(&mmf_bypass_ok, __ATOMIC_RELAXED))
+		async_block();
+	section_open();
 	mmf_map_wlock(&map);
 	lock_gen++;
 }
@@ -243,6 +252,17 @@ static void stale_drain(void)
 	}
 }
 
+/* The lock just taken where bypassing is allowed: what bypasses changed
+ * before this section, made unknown before it records anything, so that
+ * its record stands.  1. */
+static inline int section_taken(void)
+{
+	__atomic_store_n(&lock_gen, lock_gen + 1, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&mmf_stale, __ATOMIC_RELAXED))
+		stale_drain();
+	return 1;
+}
+
 /* A writer section where bypassing is allowed: 1 when entered, 0 when
  * the caller must bypass the map (mmf_bypass). */
 int wenter_try(void)
@@ -251,9 +271,7 @@ int wenter_try(void)
 		wenter();
 		return 1;
 	}
-	mmf_fast_forget();
-	in_write = 1;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	section_open();
 #ifdef MMF_FORCE_BYPASS
 	/* A test build (make's libmmfold-bypass.so): one section in
 	 * MMF_FORCE_BYPASS, at random, bypasses as if the lock were held for
@@ -282,12 +300,29 @@ int wenter_try(void)
 			return 0;
 		}
 	}
-	__atomic_store_n(&lock_gen, lock_gen + 1, __ATOMIC_RELAXED);
-	/* what bypasses changed before this section, made unknown before
-	 * it records anything, so that its record stands */
-	if (__atomic_load_n(&mmf_stale, __ATOMIC_RELAXED))
-		stale_drain();
-	return 1;
+	return section_taken();
+}
+
+/* wenter_try's course when it costs least (the forward path of
+ * fastrun.c): bypassing allowed, this thread in no section (a signal
+ * handler that interrupted one is re-entering: the general path), the
+ * lock free at the first try.  1 with the lock held and this thread's hint
+ * emptied (what bypasses changed drained, as wenter_try does); 0 with
+ * nothing done but the hint perhaps emptied: the caller restores it and
+ * takes the general path.  The test build's random bypasses
+ * (MMF_FORCE_BYPASS) are wenter_try's: other calls' bypasses meet these
+ * sections there. */
+int wenter_quick(void)
+{
+	if (in_write || !__atomic_load_n(&mmf_bypass_ok, __ATOMIC_RELAXED))
+		return 0;
+	section_open();
+	if (!mmf_map_trywlock(&map)) {
+		in_write = 0;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		return 0;
+	}
+	return section_taken();
 }
 
 /* What the configuration allows (life.c); a batch, once begun, refuses

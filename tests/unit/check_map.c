@@ -598,7 +598,8 @@ END_TEST
 /* mmf_map_reprot where records sit at the edges of blocks: 600 one-page
  * records alternating RW and RO (several blocks), then every RO page made
  * RW through a reader's hint, in a scattered order, each merging with both
- * neighbours.  Where a neighbour is in another block reprot must decline
+ * neighbours (so mmf_map_reprot_whole, which only stores in place, must
+ * always decline).  Where a neighbour is in another block reprot must decline
  * (the general update merges across blocks); the count drops by two either
  * way and the map stays valid.  Then the other way: single pages split off
  * the one record, each through the hint the last change named. */
@@ -622,6 +623,8 @@ START_TEST(test_reprot_edges)
 		ck_assert_ptr_nonnull(h.r.attr);
 		struct mmf_slotref nr;
 		mmf_map_wlock(&m);
+		/* the whole record, equal to both neighbours after: never in place */
+		ck_assert_int_eq(mmf_map_reprot_whole(&m, &h.r, RW, 0), 0);
 		int d = mmf_map_reprot(&m, &h.r, P(i), P(i + 1), RW, 0, &nr);
 		if (!d) {
 			struct mmf_upd u = upd_fields(MMF_F_PROT, owned_prot(RW));
@@ -666,6 +669,59 @@ START_TEST(test_reprot_edges)
 	ck_assert_int_eq(mmf_map_reprot(&m, &r, P(3), P(4), RO, 0, &nr), 0);
 	mmf_map_wunlock(&m);
 	EXPECT_COUNT(&m, 1);
+}
+END_TEST
+
+/* mmf_map_reprot_whole (the forward path's store in place) declines
+ * whenever a neighbour would equal the record after, whether that
+ * neighbour is in the record's block or the next one: 600 records RW, RO,
+ * NONE in turn, over several blocks, after 0 to 2 others (so that the RO
+ * records fall on blocks' first and last slots); every RO record made RW
+ * (its left neighbour then equals it), on a fresh map made NONE (its right
+ * one does), and on a third made RX (neither does: stored in place,
+ * unless a neighbour is in another block, where mmf_map_reprot declines
+ * as well). */
+START_TEST(test_reprot_whole)
+{
+	static const uint8_t cyc[3] = {RW, RO, NOPROT}, to[3] = {RW, NOPROT, RX};
+	static const uint8_t lead[2] = {PROT_EXEC, RW | PROT_EXEC};
+	enum { N = 600 };
+	long edge = 0, declined = 0;
+	for (int pass = 0; pass < 9; pass++) {
+		int nl = pass / 3, t = pass % 3;
+		struct mmf_map m;
+		init_map(&m);
+		for (int i = 0; i < nl; i++)
+			w_set(&m, P(i), P(i + 1), owned_prot(lead[i]));
+		for (int i = 0; i < N; i++)
+			w_set(&m, P(nl + i), P(nl + i + 1), owned_prot(cyc[i % 3]));
+		for (int i = nl + 1; i < nl + N; i += 3) {
+			struct mmf_hint h;
+			struct mmf_want w = {.what = MMF_Q_PROT, .prot = to[t]};
+			ck_assert_int_eq(mmf_map_check_hint(&m, P(i), P(i + 1), &w, &h), MMF_CHANGE);
+			ck_assert_ptr_nonnull(h.r.attr);
+			edge += h.r.i == 0;
+			mmf_map_wlock(&m);
+			int d = mmf_map_reprot_whole(&m, &h.r, to[t], 0), g = -1;
+			if (!d && t == 2) { /* only where a neighbour is in another block */
+				struct mmf_slotref nr;
+				g = mmf_map_reprot(&m, &h.r, P(i), P(i + 1), to[t], 0, &nr);
+				declined++;
+			}
+			mmf_map_wunlock(&m);
+			ck_assert_msg(t == 2 ? d || g == 0 : !d, "pass %d record %d: answered %d (%d)",
+				      pass, i, d, g);
+			if (d) {
+				struct mmf_rec r;
+				ck_assert(mmf_map_lookup(&m, P(i), &r) && r.start == P(i) &&
+					  r.end == P(i + 1) && r.a.prot == to[t]);
+			}
+		}
+		EXPECT_COUNT(&m, N + nl);
+		ck_assert_int_eq(mmf_map_validate(&m), 0);
+	}
+	ck_assert_msg(edge > 0 && declined > 0 && declined < N / 10,
+		      "first in a block %ld, RX declined %ld", edge, declined);
 }
 END_TEST
 
@@ -1350,6 +1406,8 @@ struct mctx {
 	long sumruns, bigops; /* bigops: ops with > MMF_BLOCK_CAP records */
 	long splits, merges; /* count went up / down */
 	long reprot[3]; /* mmf_map_reprot's answers: 0, in place, moved */
+	long whole[2];  /* mmf_map_reprot_whole's answers (asked first when
+			 * the range is the hint's record, as fastrun.c does) */
 };
 
 static const uint8_t prot_pal[] = { RW, RW, RO, NOPROT, RX, UNK };
@@ -1568,7 +1626,15 @@ static void do_reprot(struct mmf_map *m, struct mctx *c)
 		struct mmf_slotref nr;
 		memset(&nr, 0x5a, sizeof nr);
 		mmf_map_wlock(m);
-		int d = r.attr ? mmf_map_reprot(m, &r, maddr(s), maddr(e), prot, lk, &nr) : 0;
+		int d = 0;
+		if (r.attr && r.start == maddr(s) && r.end == maddr(e) && chance(&c->rng, 50)) {
+			int w1 = mmf_map_reprot_whole(m, &r, prot, lk);
+			REQUIRE(!(stale && w1), "%s\n  reprot_whole took a stale hint", c->desc);
+			c->whole[w1]++;
+			d = w1 ? MMF_REPROT_IN_PLACE : 0;
+		}
+		if (!d && r.attr)
+			d = mmf_map_reprot(m, &r, maddr(s), maddr(e), prot, lk, &nr);
 		if (!d)
 			mmf_map_update(m, maddr(s), maddr(e), &u);
 		mmf_map_wunlock(m);
@@ -1597,6 +1663,11 @@ static void do_reprot(struct mmf_map *m, struct mctx *c)
 		}
 		/* the next change: a part of the record named */
 		int rs = (int)((r.start - MBASE) / PG), re = (int)((r.end - MBASE) / PG);
+		if (chance(&c->rng, 35)) { /* all of it: the forward path's case */
+			s = rs;
+			e = re;
+			continue;
+		}
 		s = rs + (int)rnd(&c->rng, (unsigned)(re - rs));
 		e = s + 1 + (int)rnd(&c->rng, (unsigned)(re - s));
 	}
@@ -1925,8 +1996,9 @@ START_TEST(test_model_random)
 	for (int k = 0; getenv("MMF_TEST_STATS") && k < K_NKINDS; k++)
 		fprintf(stderr, " %ld%s", c.kinds[k], k + 1 < K_NKINDS ? "" : "\n");
 	if (getenv("MMF_TEST_STATS"))
-		fprintf(stderr, "  reprot declined %ld, in place %ld, moved %ld\n", c.reprot[0],
-			c.reprot[MMF_REPROT_IN_PLACE], c.reprot[MMF_REPROT_MOVED]);
+		fprintf(stderr, "  reprot declined %ld, in place %ld, moved %ld; whole declined %ld, done %ld\n",
+			c.reprot[0], c.reprot[MMF_REPROT_IN_PLACE], c.reprot[MMF_REPROT_MOVED],
+			c.whole[0], c.whole[1]);
 
 	/* The test itself must have covered the ground. */
 	REQUIRE(c.ans[MMF_NOOP_PROVEN] >= 200 && c.ans[MMF_NOOP_UNPROVEN] >= 200 &&
@@ -1939,6 +2011,8 @@ START_TEST(test_model_random)
 	REQUIRE(c.maxruns > MMF_BLOCK_CAP && c.bigops >= 500,
 		"seed %d: at most %d records at once, more than a block in %ld ops",
 		_i, c.maxruns, c.bigops);
+	REQUIRE(c.whole[0] >= 10 && c.whole[1] >= 100, "seed %d: reprot_whole declined %ld, done %ld",
+		_i, c.whole[0], c.whole[1]);
 	REQUIRE(c.reprot[0] >= 50 && c.reprot[MMF_REPROT_IN_PLACE] >= 50 &&
 			c.reprot[MMF_REPROT_MOVED] >= 200,
 		"seed %d: reprot declined %ld, in place %ld, moved %ld", _i, c.reprot[0],
@@ -2463,6 +2537,7 @@ Suite *map_suite(void)
 	tcase_add_test(tc, test_remove);
 	tcase_add_test(tc, test_update);
 	tcase_add_test(tc, test_reprot_edges);
+	tcase_add_test(tc, test_reprot_whole);
 	tcase_add_test(tc, test_forget);
 	tcase_add_test(tc, test_move);
 	tcase_add_test(tc, test_fork_child);
