@@ -69,18 +69,25 @@ void config_warn(const char *line, void *arg);
 extern struct mmf_map map;
 #define PENDING_MAX 8
 struct mmf_pending {
-	int n, all;
+	union {
+		struct {
+			int n, all;
+		};
+		uint64_t any; /* n and all read at once: 0 when nothing is pending */
+	};
 	uint64_t s[PENDING_MAX], e[PENDING_MAX];
 };
 extern __thread volatile int in_write __attribute__((tls_model("initial-exec")));
 extern __thread struct mmf_pending pending __attribute__((tls_model("initial-exec")));
+/* 1 while the section's asynchronous signals are blocked (wlock.c). */
+extern __thread volatile int wmasked __attribute__((tls_model("initial-exec")));
 /* Enters (leaves) a writer section: asynchronous signals blocked, the
  * map's writer lock held; leaving drains what re-entrant calls changed. */
 void wenter(void);
 void wleave(void);
-void wleave_quick(void);
 /* The signal mask from before the section, put back (a forked child). */
 void async_restore(void);
+
 /* A re-entrant call changed [s,e) (s | 1: it replaced what lazy mode had
  * pending there): forgotten before the lock is released. */
 void pending_add(uint64_t s, uint64_t e);
@@ -102,6 +109,29 @@ void mmf_stale_fork_child(void);
 int mmf_stale_init(void); /* its list's page; -1: no bypassing */
 void mmf_bypass_allow(int ok);
 void mmf_bypass_refuse(void);
+
+/* wleave when nothing is likely pending (the forward paths, inline there):
+ * the same steps without the loop; anything a handler added goes through
+ * wleave. */
+static inline void wleave_quick(void)
+{
+	if (PLD(pending.any) || __atomic_load_n(&mmf_stale, __ATOMIC_RELAXED)) {
+		wleave();
+		return;
+	}
+	in_write = 2;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	mmf_map_wunlock(&map);
+	in_write = 0;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (PLD(pending.any)) {
+		wenter();
+		wleave();
+		return;
+	}
+	if (wmasked)
+		async_restore();
+}
 
 /* ---- question.c: the skip question and safe mode's state ----------------- */
 /* Safe mode's state, one instance (safe_state): process facts that decide

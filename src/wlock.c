@@ -49,7 +49,7 @@ __thread struct mmf_pending pending __attribute__((tls_model("initial-exec")));
  * Cost: two rt_sigprocmask calls per section (a call that changes the
  * map); a skipped call takes no section.  Where calls may bypass the map
  * the section leaves signals open: no thread waits long for the lock. */
-static __thread volatile int wmasked __attribute__((tls_model("initial-exec")));
+__thread volatile int wmasked __attribute__((tls_model("initial-exec")));
 static __thread uint64_t wmask_old __attribute__((tls_model("initial-exec")));
 
 #define SIGBIT(s) (1ull << ((s) - 1))
@@ -398,28 +398,6 @@ void wleave(void)
 		}
 		wenter();
 	}
-}
-
-/* wleave when nothing is likely pending (the forward path): the same steps
- * without the loop, so that it saves no registers; anything a handler
- * added goes through wleave. */
-void wleave_quick(void)
-{
-	if (PLD(pending.n) || PLD(pending.all) || __atomic_load_n(&mmf_stale, __ATOMIC_RELAXED)) {
-		wleave();
-		return;
-	}
-	in_write = 2;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	mmf_map_wunlock(&map);
-	in_write = 0;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	if (PLD(pending.n) || PLD(pending.all)) {
-		wenter();
-		wleave();
-		return;
-	}
-	async_restore();
 }
 
 /* Runs in a signal handler (or a nested call) while this thread holds or is

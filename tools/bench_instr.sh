@@ -104,8 +104,8 @@ limit_of() { # workload -> "added" limit, or "total:N" for the skip
 	write | read | sigaction | sigmask | pread) echo 10 ;;
 	open) echo 20 ;; # two interposed calls per iteration: open and close
 	# not the limits: guards of what the map's in-block update,
-	# the W^X table's shortcut and the flat forward course gave (+458 and
-	# +741 when set), so that a change that loses them shows
+	# the W^X table's shortcut and the flat forward course gave (+455 and
+	# +728 when set), so that a change that loses them shows
 	toggle) echo 500 ;;
 	wx) echo 800 ;;
 	*) echo - ;;
@@ -113,7 +113,7 @@ limit_of() { # workload -> "added" limit, or "total:N" for the skip
 }
 
 # A path whose limit is not met yet: the most it may add meanwhile (the
-# flat forward course gave +273), enforced by INSTR_LIMITS=1 instead of
+# flat forward course gave +268), enforced by INSTR_LIMITS=1 instead of
 # the limit.
 guard_of() {
 	case $1 in
