@@ -1,5 +1,6 @@
-/* The engine's side of the fast paths (fast.h): the gate, and an mprotect
- * that changes exactly the record of the thread's hint. */
+/* The engine's side of the fast paths (fast.h): an mprotect that changes
+ * the record of the thread's hint, through mmf_run_change or, on memory
+ * not executable, the flat course of mmf_fast_forward. */
 #include "core.h"
 
 #include <errno.h>
@@ -10,26 +11,13 @@
 #include "thp.h"
 #include "wx.h"
 
-/* An mprotect inside the record of this thread's hint (fast.h: the gate
- * open, so no section, batch or lazy mode on this thread; the record
- * owned, unsealed, of known protection): what decide() does for it (the
- * skip question answered, no shaping for a range inside one record: auto
- * leaves it as asked), without asking again.  The record is judged again
- * under the lock (another thread may have changed it since); when it no
- * longer qualifies, decide() takes the call.  The map is updated in the
- * record's block (mmf_map_reprot: in place, or split off, or merged with
- * its neighbours), else by record().  W^X: mmf_wx_before acts only on
- * executable records, mmf_wx_after only on requests for RW or RX (the
- * detector's bookkeeping, for RW requests on records that are not
- * executable, is mmf_wx_rw_done). */
 /* What follows the kernel call of a change to the hint's record (r its
  * result, kernel style; the writer section held; exec: the call or the
  * record involves PROT_EXEC, mmf_wx_before done): the map updated, the
  * W^X and huge-page bookkeeping, the section left, the hint kept or
  * learned. */
-static inline __attribute__((always_inline)) long change_done(const struct mmf_op *op, long r,
-							      const struct mmf_slotref *fr, uint32_t g,
-			int exec)
+static inline __attribute__((always_inline)) long
+change_done(const struct mmf_op *op, long r, const struct mmf_slotref *fr, uint32_t g, int exec)
 {
 	struct mmf_slotref nr;
 	uint64_t a = (uint64_t)op->a[0];
@@ -54,6 +42,18 @@ static inline __attribute__((always_inline)) long change_done(const struct mmf_o
 	return r;
 }
 
+/* An mprotect inside the record of this thread's hint (fast.h: the gate
+ * open, so no section, batch or lazy mode on this thread; the record
+ * owned, unsealed, of known protection): what decide() does for it (the
+ * skip question answered, no shaping for a range inside one record: auto
+ * leaves it as asked), without asking again.  The record is judged again
+ * under the lock (another thread may have changed it since); when it no
+ * longer qualifies, decide() takes the call.  The map is updated in the
+ * record's block (mmf_map_reprot: in place, or split off, or merged with
+ * its neighbours), else by record().  W^X: mmf_wx_before acts only on
+ * executable records, mmf_wx_after only on requests for RW or RX (the
+ * detector's bookkeeping, for RW requests on records that are not
+ * executable, is mmf_wx_rw_done). */
 long mmf_run_change(struct mmf_op *op, uint64_t v0, uint32_t g)
 {
 	struct mmf_slotref fr;
@@ -80,6 +80,7 @@ long mmf_run_change(struct mmf_op *op, uint64_t v0, uint32_t g)
 	return change_done(op, forward(op, t, asked), &fr, g, exec);
 }
 
+/* kfn's call with its kernel time sampled (forward()'s rule), errno kept. */
 static __attribute__((noinline)) int timed(struct mmf_tstats *t, uint64_t n,
 					   int (*kfn)(void *, size_t, int), uint64_t a,
 					   uint64_t len, int prot)
@@ -106,9 +107,8 @@ static __attribute__((noinline)) long change_rest(uint64_t a, uint64_t len, int 
 }
 
 /* The forward path at its shortest: mmf_run_change for a call on memory
- * not executable before or after (the caller tests it; no W^X
- * bookkeeping then but the RW note),
- * when bypassing is allowed (safe mode's defaults, no signal masking) and
+ * not executable before or after (the caller tests it; no W^X bookkeeping
+ * then but the RW note), when bypassing is allowed (safe mode's defaults, no signal masking) and
  * the writer lock is free at the first try; the kernel reached through
  * kfn (the next mprotect) without an mmf_op, and the map updated in the
  * record's block (its word in place when the call asks for all of it and
