@@ -47,7 +47,7 @@ DEPS_CORPUS  := python3 pypy3 mono-runtime mono-mcs guile-3.0 ruby sbcl erlang-n
 		php-cli chezscheme ghc
 
 .PHONY: all lib check check-unit check-preload soak soak-bypass check-clients check-clients-repeat check-corpus check-browser deps-browser \
-	bench-live bench-barrier bench-instr check-symbols check-footprint check-layers check-wx-yjit demo bench bench-thp bench-shape bench-lazy bench-wx bench-corpus \
+	bench-live bench-barrier bench-instr check-symbols check-footprint check-layers check-wx-yjit demo bench bench-thp bench-shape bench-lazy bench-wx bench-corpus bench-touch \
 	bench-bin asan tsan valgrind deps-build deps-check deps-clients deps-corpus install uninstall clean
 
 all: lib
@@ -216,12 +216,23 @@ check-clients: deps-clients $(LIB)
 check-corpus: deps-corpus $(LIB)
 	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/corpus CORPUS_STRICT=1 tests/corpus/run.sh
 
-# The corpus table of BENCHMARKS.md: 5 rounds, alternating no mmfold, the
-# defaults, MMFOLD_THP=advise (the advice of every large mapping) and
-# MMFOLD_THP=off; $(BUILD)/bench_corpus/corpus-table.md.
+# The corpus tables of BENCHMARKS.md: 5 rounds, alternating no mmfold, the
+# defaults, lazy mode, MMFOLD_THP=advise (the advice of every large
+# mapping) and MMFOLD_THP=off; twice: cold (each run after a 3 s wait, by
+# which the host has taken freed memory back where the VM reports free
+# pages) and warm (2 GiB touched with huge pages and freed right before each
+# run); $(BUILD)/bench_corpus/{cold,warm}/corpus-table.md.  CORPUS picks
+# runtimes (default all).
 bench-corpus: deps-corpus $(LIB)
-	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/bench_corpus CORPUS_STRICT=1 CORPUS_REPS=5 \
-	  CORPUS_CONFIGS="none safe advise thpoff" tests/corpus/run.sh
+	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/bench_corpus/cold CORPUS_STRICT=1 CORPUS_REPS=5 \
+	  CORPUS_CONFIGS="none safe lazy advise thpoff" CORPUS_SETTLE_S=3 tests/corpus/run.sh $(or $(CORPUS),all)
+	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/bench_corpus/warm CORPUS_STRICT=1 CORPUS_REPS=5 \
+	  CORPUS_CONFIGS="none safe lazy advise thpoff" CORPUS_PREWARM_MB=2048 tests/corpus/run.sh $(or $(CORPUS),all)
+
+# A Java-style heap's first touch with and without mmfold, cold and warm
+# (tools/bench_touch.sh; BENCHMARKS.md, "Cold and warm memory").
+bench-touch: $(LIB)
+	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/bench_touch tools/bench_touch.sh
 
 # Each client CLIENT_REPEAT times (default 20) in CLIENT_MODE (default lazy),
 # each run compared with one run without mmfold: counts identical,

@@ -34,6 +34,12 @@
 #                     takes free 2 MiB blocks back within seconds and the
 #                     next huge page's first touch costs host faults
 #                     ("cold"); pre-warming measures the "warm" state
+#        CORPUS_SETTLE_S  before every run, wait this many seconds (default
+#                     0) so that the host has taken back the memory the
+#                     previous run freed: the kernel reports free 2 MiB
+#                     blocks to the host 2 s after they are freed, so
+#                     without a wait a run may find the previous run's
+#                     huge pages still backed (neither cold nor warm)
 #        CORPUS_SMAPS=1  also keep /proc/PID/smaps of every run's main
 #                     process at its peak Rss ($BUILD/raw/NAME.CONFIG.ROUND.smaps,
 #                     sampled every 50 ms; tools/smaps_sum.awk sums one)
@@ -52,6 +58,8 @@ STRICT=${CORPUS_STRICT:-0}
 SMAPS=${CORPUS_SMAPS:-0}
 PREWARM_MB=${CORPUS_PREWARM_MB:-0}
 [[ $PREWARM_MB =~ ^[0-9]+$ ]] || { echo "run.sh: CORPUS_PREWARM_MB must be a number of MiB" >&2; exit 2; }
+SETTLE_S=${CORPUS_SETTLE_S:-0}
+[[ $SETTLE_S =~ ^[0-9]+$ ]] || { echo "run.sh: CORPUS_SETTLE_S must be a number of seconds" >&2; exit 2; }
 read -ra EXTRA_ENV <<<"${CLIENT_ENV:-}"
 for v in "${EXTRA_ENV[@]}"; do
 	[[ $v == *=* ]] || { echo "run.sh: CLIENT_ENV entry '$v' is not NAME=value" >&2; exit 2; }
@@ -292,7 +300,7 @@ T_START=$(date +%s)
 
 echo "mmfold corpus of runtimes"
 echo "  library: $MMFOLD_LIB"
-echo "  configurations: ${CONFIGS[*]}${EXTRA_ENV[*]:+ (mmfold runs also: ${EXTRA_ENV[*]})}; rounds: $REPS; pre-warm: ${PREWARM_MB} MiB"
+echo "  configurations: ${CONFIGS[*]}${EXTRA_ENV[*]:+ (mmfold runs also: ${EXTRA_ENV[*]})}; rounds: $REPS; pre-warm: ${PREWARM_MB} MiB; settle: ${SETTLE_S} s"
 echo "  THP: $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo absent); output: $BUILD"
 
 for name in "${names[@]}"; do
@@ -333,6 +341,7 @@ for name in "${names[@]}"; do
 			fi
 			sm=(-i 0)
 			[[ $SMAPS == 1 ]] && sm=(-i 50 -s "$BUILD/raw/$tag.smaps")
+			((SETTLE_S > 0)) && sleep "$SETTLE_S"
 			if ((PREWARM_MB > 0)); then
 				env "${CLEAN_ENV[@]}" "$PREWARM" -m "$PREWARM_MB" -r 0 -p huge >/dev/null || true
 			fi
@@ -425,7 +434,7 @@ for c in "${CONFIGS[@]}"; do hdr+=" minor faults $c |"; sep+="---:|"; done
 {
 	echo "Corpus of runtimes: configurations ${CONFIGS[*]}${EXTRA_ENV[*]:+ (mmfold runs also ${EXTRA_ENV[*]})}, $REPS round(s), alternating in each round."
 	echo "Counters: all intercepted calls of the first mmfold configuration, first round, summed over processes."
-	echo "RSS: peak of the largest process (wait4 rusage); cells are median (min-max) over the rounds; memory pre-warmed before every run: ${PREWARM_MB} MiB (0: cold)."
+	echo "RSS: peak of the largest process (wait4 rusage); cells are median (min-max) over the rounds; memory pre-warmed before every run: ${PREWARM_MB} MiB (0: cold), after a wait of ${SETTLE_S} s."
 	echo "THP setting: $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo absent); $(nproc) CPUs; load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
 	echo
 	echo "$hdr"

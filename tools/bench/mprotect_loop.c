@@ -4,7 +4,7 @@
  * of page-table entries it rewrites, so it shows which folio sizes the
  * memory got: 4 KiB pages, 64 KiB mTHP folios or 2 MiB PMD THP.
  *
- *   mprotect_loop [-m MIB] [-r ROUNDS] [-p none|nohuge|huge]
+ *   mprotect_loop [-m MIB] [-r ROUNDS] [-p none|nohuge|huge] [-c MIB]
  *                 [-n N [-l KIB] [-h KIB] [-g none|rw]] [-a KIB] [-s SEED]
  *
  * Single mapping (default): one private anonymous read-write mapping of MIB
@@ -21,6 +21,12 @@
  * flips then split and merge VMAs too).  Advice -p applies to each medium
  * mapping.  Each round: every medium mapping to PROT_READ, then every one
  * back to PROT_READ|PROT_WRITE.
+ *
+ * -c MIB (single mapping): made the way HotSpot makes its heap: a PROT_NONE
+ * reservation, committed read-write in MIB-sized MAP_FIXED mmaps before its
+ * pages are written (an LD_PRELOADed mmfold advises such a reservation at
+ * once under its default rule; a plain read-write mapping only once found
+ * dense).
  *
  * -a KIB: align the medium (or the single) mapping(s) to KIB (over-map and
  * trim), a reference for what mmfold's alignment should reach.
@@ -72,19 +78,19 @@ static void advise(char *p, size_t len, int adv)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: mprotect_loop [-m MIB] [-r ROUNDS] [-p none|nohuge|huge] "
+	fprintf(stderr, "usage: mprotect_loop [-m MIB] [-r ROUNDS] [-p none|nohuge|huge] [-c MIB] "
 			"[-n N [-l KIB] [-h KIB] [-g none|rw]] [-a KIB] [-s SEED]\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
-	unsigned long mib = 1024, rounds = 40, n = 0, lo = 64, hi = 128, align_kb = 0;
+	unsigned long mib = 1024, rounds = 40, n = 0, lo = 64, hi = 128, align_kb = 0, commit_mb = 0;
 	int adv = -1, guard_rw = 0;
 	const char *adv_name = "none";
 	rng = 0x2545f4914f6cdd1dull;
 	int opt;
-	while ((opt = getopt(argc, argv, "m:r:p:n:l:h:g:a:s:")) != -1) {
+	while ((opt = getopt(argc, argv, "m:r:p:n:l:h:g:a:s:c:")) != -1) {
 		switch (opt) {
 		case 'm': mib = strtoul(optarg, NULL, 0); break;
 		case 'r': rounds = strtoul(optarg, NULL, 0); break;
@@ -105,10 +111,11 @@ int main(int argc, char **argv)
 		case 'g': guard_rw = strcmp(optarg, "rw") == 0; break;
 		case 'a': align_kb = strtoul(optarg, NULL, 0); break;
 		case 's': rng = strtoull(optarg, NULL, 0) * 0x9e3779b97f4a7c15ull + 1; break;
+		case 'c': commit_mb = strtoul(optarg, NULL, 0); break;
 		default: usage();
 		}
 	}
-	if (n > 0 && (lo < 4 || hi < lo))
+	if ((n > 0 && (lo < 4 || hi < lo)) || (commit_mb > 0 && n > 0))
 		usage();
 	const size_t pg = (size_t)getpagesize();
 	const int rw = PROT_READ | PROT_WRITE;
@@ -126,9 +133,13 @@ int main(int argc, char **argv)
 	double t0 = now_ns();
 	for (size_t i = 0; i < count; i++) {
 		len[i] = n > 0 ? (lo + (size_t)(rnd() % ((hi - lo) / 4 + 1)) * 4) << 10 : (size_t)mib << 20;
-		base[i] = map_aligned(len[i], align_kb << 10, rw);
+		base[i] = map_aligned(len[i], align_kb << 10, commit_mb ? PROT_NONE : rw);
 		if (!base[i])
 			die("mmap");
+		for (size_t o = 0, step = (size_t)commit_mb << 20; commit_mb && o < len[i]; o += step)
+			if (mmap(base[i] + o, step < len[i] - o ? step : len[i] - o, rw,
+				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
+				die("mmap");
 		advise(base[i], len[i], adv);
 		for (size_t o = 0; o < len[i]; o += pg)
 			base[i][o] = (char)(o / pg);
