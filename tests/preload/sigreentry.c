@@ -7,7 +7,14 @@
  * B's chunk 3 always has.  Three phases: SIGALRM from a fast ITIMER_REAL,
  * SIGUSR1 sent by another thread, SIGPROF from ITIMER_PROF.  At the end the
  * protection of every chunk must be what the last successful call asked
- * for, and writable chunks must hold what was last written.  A hang (e.g.
+ * for, and writable chunks must hold what was last written.  Region T is
+ * toggled between read-only and writable by the main loop (two calls in a
+ * row, the second answered from the thread's hint) and by the handler,
+ * which then probes it: its own call must have taken effect even when it
+ * interrupted the main loop's call on T between the kernel's answer and
+ * mmfold's record of it (a signal that arrives while the thread is in the
+ * kernel is delivered exactly there, so this is hit often), where the
+ * record still says the protection from before.  A hang (e.g.
  * a lock taken again from the handler) is caught by the watchdog thread:
  * neither the main loop nor the handler got on for 60 s.  (A bound on the
  * whole run failed in an emulated arm64 VM, where a run takes 40 s or more
@@ -33,7 +40,8 @@
 #define PHASE_S 20    /* seconds a phase may take once its handler has run */
 #define PHASE_MAX_S 120 /* seconds a phase may take in any case */
 
-static uintptr_t A, B;
+static uintptr_t A, B, T;
+static volatile sig_atomic_t tbad, tprobes; /* T's probes that failed, made */
 static volatile int lastA[CH], lastB[CH];
 static volatile sig_atomic_t nsig, hbad, armed;
 static volatile unsigned long progress; /* main-loop iterations and signals */
@@ -68,6 +76,15 @@ static void handler(int sig)
 		return;
 	}
 	unsigned n = (unsigned)nsig++;
+	/* T: the handler's call takes effect, whatever the main loop's call on
+	 * T that it may have interrupted did (probed: written, or refused);
+	 * first, while the thread's hint is the one the main loop left */
+	int tw = (n & 2) ? PROT_READ | PROT_WRITE : PROT_READ;
+	hbad |= mprotect((void *)T, CHPG * PG, tw) != 0;
+	static const char one = 1;
+	int code = fg_write((volatile char *)T + (n % CHPG) * PG, &one, 1);
+	tbad += (tw & PROT_WRITE) ? code != 0 : code != 'a';
+	tprobes++;
 	int c = (int)(n % CH);
 	uintptr_t a = chunk(A, c);
 	switch ((n / CH) % 4) {
@@ -142,6 +159,10 @@ static long main_loop(uint64_t seed)
 		}
 		if (lastB[c] & PROT_WRITE)
 			*(volatile int *)(a + PG) = (int)i; /* must not fault */
+		/* T, twice: the first call may take the general path, the
+		 * second is answered from the hint the first left */
+		bad += mprotect((void *)T, CHPG * PG, (i & 1) ? PROT_READ : PROT_READ | PROT_WRITE) != 0;
+		bad += mprotect((void *)T, CHPG * PG, (i & 1) ? PROT_READ | PROT_WRITE : PROT_READ) != 0;
 		progress++;
 	}
 	return bad;
@@ -203,8 +224,11 @@ static void reset(void)
 		lastA[c] = lastB[c] = PROT_READ;
 		wroteA[c] = 0;
 	}
+	mprotect((void *)T, CHPG * PG, PROT_READ);
 	nsig = 0;
 	hbad = 0;
+	tbad = 0;
+	tprobes = 0;
 	phase_over = 0;
 	clock_gettime(CLOCK_MONOTONIC, &phase_start);
 }
@@ -218,15 +242,18 @@ int main(void)
 	pthread_create(&wd, NULL, watchdog_thread, NULL); /* inherits the block */
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 
-	uintptr_t base = reserve_arena(2 * CH * CHPG + 1);
+	uintptr_t base = reserve_arena(2 * CH * CHPG + CHPG + 2);
 	if (!base) {
 		printf("cannot reserve arena\n");
 		return 1;
 	}
 	A = base;
 	B = base + (CH * CHPG + 1) * PG;
+	T = B + (CH * CHPG + 1) * PG;
 	mmap((void *)A, CH * CHPG * PG, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
 	mmap((void *)B, CH * CHPG * PG, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	mmap((void *)T, CHPG * PG, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	fg_install();
 
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
@@ -271,10 +298,14 @@ int main(void)
 		pthread_sigmask(SIG_BLOCK, &one, NULL);
 		armed = 0;
 		int cb = check(phases[ph].name);
-		printf("%s: handler ran %s, main-loop errors %ld, handler errors %d, state %s\n",
+		printf("%s: handler ran %s, main-loop errors %ld, handler errors %d, state %s, "
+		       "T probes %s\n",
 		       phases[ph].name, nsig > 0 ? "yes" : "NO", bad, (int)hbad,
-		       cb ? "WRONG" : "ok");
-		failed |= nsig == 0 || bad || hbad || cb;
+		       cb ? "WRONG" : "ok", tbad ? "WRONG" : "ok");
+		if (tbad)
+			fprintf(stderr, "%s: %d of %d probes of T after the handler's own call were wrong\n",
+				phases[ph].name, (int)tbad, (int)tprobes);
+		failed |= nsig == 0 || bad || hbad || cb || tbad;
 		pthread_sigmask(SIG_UNBLOCK, &one, NULL);
 	}
 	printf("sigreentry %s\n", failed ? "FAILED" : "ok");
