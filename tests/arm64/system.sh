@@ -27,15 +27,19 @@
 # Env: MMFOLD_LIB, ARM64_BUILD, ARM64_CC (aarch64-linux-gnu-gcc),
 #      ARM64_VM_KERNELS, ARM64_VM_QEMU (qemu-system-aarch64), ARM64_VM_SMP
 #      (2), ARM64_VM_MEM (MiB, 2048), ARM64_VM_TIMEOUT (seconds per VM,
-#      1800), ARM64_VM_SUITES (the Check suites run in the VM; default all
+#      1800; the tests inside get it less 120 s as their budget: a suite
+#      that would start after it, or is still running at it, is reported
+#      SKIP, not failed), ARM64_VM_PARALLEL (1: the VMs run at the same
+#      time; 0: one after the other), ARM64_VM_SUITES (the Check suites run in the VM; default all
 #      but tools; "none": no suite), ARM64_VM_FOLIOS (0: no folio test),
 #      ARM64_VM_REPEAT ("NAME:N ...": tests/preload/run.sh NAME N times
 #      after the suites, none by default), ARM64_VM_FOLIO_ARGS
 #      (tests/arm64/folios.c's arguments),
 #      ARM64_VM_WALK_SEEDS (the walk's seeds, 6; make check runs 20),
 #      ARM64_VM_FAIL_LINES (lines of a failed suite's log shown, 60).
-# Output: the VM's PASS/FAIL lines prefixed with the flavour, "# ..." notes,
-# then "N passed, N failed"; exit 0 when nothing failed.
+# Output: the VM's PASS/FAIL/SKIP lines prefixed with the flavour, "# ..."
+# notes, then "N passed, N failed" (", N skipped"); exit 0 when nothing
+# failed.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -146,6 +150,8 @@ cp "$MMFOLD_LIB" "$M/libmmfold.so" && cp "${MMFOLD_LIB%.so}-bypass.so" "$M/libmm
 	[ -n "${ARM64_VM_FAIL_LINES:-}" ] && echo "FAIL_LINES='$ARM64_VM_FAIL_LINES'"
 	[ -n "${ARM64_VM_FOLIOS:-}" ] && echo "FOLIOS='$ARM64_VM_FOLIOS'"
 	[ -n "${ARM64_VM_REPEAT:-}" ] && echo "REPEAT='$ARM64_VM_REPEAT'"
+	# the tests' own budget: what the VM may take, less boot and power-off
+	echo "BUDGET=$((VM_TIMEOUT > 240 ? VM_TIMEOUT - 120 : VM_TIMEOUT / 2))"
 } >"$R/mmfold/vm.conf"
 
 # The shared libraries the programs load (NEEDED, recursively, plus
@@ -180,21 +186,29 @@ echo "# initramfs: $(($(stat -c %s "$VM/initramfs.cpio") >> 20)) MiB, $(find "$R
 # pauth-impdef: pointer authentication stays on (Debian's kernel signs its
 # return addresses), with QEMU's cheap algorithm instead of emulating QARMA.
 echo "# $("$QEMU" --version | head -1); TCG, -machine virt -cpu max,pauth-impdef=on -smp $SMP -m $MEM"
-for fl in $KERNELS; do
-	t0=$SECONDS
-	if ! k=$(kernel "$fl"); then
-		bad "vm-$fl" "$k"
-		continue
-	fi
-	echo "# $fl: $k ($(grep -E '^CONFIG_ARM64_(4K|16K|64K)_PAGES=y|^CONFIG_ARM64_CONTPTE=y|^CONFIG_TRANSPARENT_HUGEPAGE=y' "$VM/config-$fl" | tr '\n' ' '))"
-	log=$VM/console-$fl.log
+# Both VMs run at the same time (ARM64_VM_PARALLEL=0: one after the other):
+# TCG keeps about 1.5 host cores busy per 2-vCPU VM, so two share the
+# machine's cores better than one does.
+# launch FLAVOUR: boots the VM in the background (pid in VMPID[FLAVOUR])
+declare -A VMPID=() VMT0=()
+launch() {
+	local fl=$1
+	VMT0[$fl]=$SECONDS
 	# (TIMEFORMAT: the CPU time qemu took, which a loaded machine changes
 	# far less than the wall time)
-	TIMEFORMAT="%U %S"
-	{ time timeout -k 10 "$VM_TIMEOUT" "$QEMU" -machine virt -cpu max,pauth-impdef=on -smp "$SMP" -m "$MEM" \
-		-kernel "$VM/vmlinuz-$fl" -initrd "$VM/initramfs.cpio" \
-		-append "console=ttyAMA0 panic=-1 quiet" -no-reboot -nic none \
-		-display none -monitor none -serial "file:$log" </dev/null >"$VM/qemu-$fl.log" 2>&1; } 2>"$VM/time-$fl"
+	(
+		TIMEFORMAT="%U %S"
+		{ time timeout -k 10 "$VM_TIMEOUT" "$QEMU" -machine virt -cpu max,pauth-impdef=on -smp "$SMP" -m "$MEM" \
+			-kernel "$VM/vmlinuz-$fl" -initrd "$VM/initramfs.cpio" \
+			-append "console=ttyAMA0 panic=-1 quiet" -no-reboot -nic none \
+			-display none -monitor none -serial "file:$VM/console-$fl.log" </dev/null >"$VM/qemu-$fl.log" 2>&1; } 2>"$VM/time-$fl"
+	) &
+	VMPID[$fl]=$!
+}
+# report FLAVOUR: waits for the VM and reads what it said
+report() {
+	local fl=$1 log=$VM/console-$1.log rc cpu res why line
+	wait "${VMPID[$fl]}"
 	rc=$?
 	cpu=$(awk '{printf "%.0f", $1 + $2}' "$VM/time-$fl" 2>/dev/null)
 	tr -d '\r' <"$log" >"$log.txt"
@@ -202,6 +216,7 @@ for fl in $KERNELS; do
 		case $line in
 		"PASS "*) ok "$fl: ${line#PASS }" ;;
 		"FAIL "*) line=${line#FAIL }; bad "$fl: ${line%%: *}" "${line#*: }" ;;
+		"SKIP "*) line=${line#SKIP }; skip "$fl: ${line%%: *}" "${line#*: }" ;;
 		"# "*) echo "# $fl: ${line#\# }" ;;
 		esac
 	done <"$log.txt"
@@ -211,8 +226,22 @@ for fl in $KERNELS; do
 		[ $rc = 124 ] && why="killed after $VM_TIMEOUT s"
 		bad "vm-$fl" "no result line from the VM ($why); last console lines: $(tail -5 "$log.txt" | tr '\n' '|') ($log)"
 	else
-		echo "# $fl: VM said $res; $((SECONDS - t0)) s with boot and power-off (qemu used ${cpu:-?} s of CPU)"
+		echo "# $fl: VM said $res; $((SECONDS - VMT0[$fl])) s with boot and power-off (qemu used ${cpu:-?} s of CPU)"
 	fi
+}
+started=()
+for fl in $KERNELS; do
+	if ! k=$(kernel "$fl"); then
+		bad "vm-$fl" "$k"
+		continue
+	fi
+	echo "# $fl: $k ($(grep -E '^CONFIG_ARM64_(4K|16K|64K)_PAGES=y|^CONFIG_ARM64_CONTPTE=y|^CONFIG_TRANSPARENT_HUGEPAGE=y' "$VM/config-$fl" | tr '\n' ' '))"
+	launch "$fl"
+	started+=("$fl")
+	[ "${ARM64_VM_PARALLEL:-1}" = 0 ] && report "$fl"
 done
+if [ "${ARM64_VM_PARALLEL:-1}" != 0 ]; then
+	for fl in "${started[@]}"; do report "$fl"; done
+fi
 echo "# $((SECONDS - START)) s in all"
 finish

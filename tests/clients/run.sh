@@ -24,6 +24,11 @@
 #                      counts identical, differing, crashed and hung runs
 #                      (a hung run's processes, blocked signals and stacks
 #                      go to $BUILD/NAME.runI.hang before it is stopped)
+#        TEST_DEADLINE  seconds since the epoch (none by default): with
+#                      CLIENT_REPEAT, each client gets an equal share of the
+#                      time left to it and stops repeating (after its first
+#                      run) when that share is spent; the summary says how
+#                      many runs each client made (CI's budget, .ci/run)
 #        JEMALLOC_LIB  path of libjemalloc.so.2 (default: searched)
 #        CC, CLIENT_CFLAGS  compiler and extra flags for the C clients
 # Only MMFOLD_MODE, MMFOLD_STATS, MMFOLD_STATS_FORMAT, MMFOLD_STATS_FILE,
@@ -383,7 +388,9 @@ mm_run() { # i
 	return 0
 }
 
+left_names=${#names[@]}
 for name in "${names[@]}"; do
+	left_names=$((left_names - 1))
 	rc=0
 	prepare "$name" || rc=$?
 	if [[ $rc == 1 ]]; then
@@ -429,7 +436,17 @@ for name in "${names[@]}"; do
 	# With mmfold; a hang must not eat the whole time budget.
 	mm_timeout=$(awk -v t="$tb" -v cap="$TIMEOUT" 'BEGIN { t = int(10 * t) + 1; if (t < 60) t = 60; if (t > cap) t = cap; print t }')
 	n_same=0 n_differ=0 n_crash=0 n_hang=0 first_why="" first_i=0
+	# this client's share of the time to TEST_DEADLINE
+	my_end=''
+	if [[ -n ${TEST_DEADLINE:-} ]]; then
+		t=$(date +%s)
+		my_end=$((t + (TEST_DEADLINE - t) / (left_names + 1)))
+	fi
 	for ((i = 1; i <= REPEAT; i++)); do
+		if ((i > 1)) && [[ -n $my_end ]] && (($(date +%s) >= my_end)); then
+			echo "  $name: TEST_DEADLINE: its share of the time is spent after $((i - 1)) of $REPEAT runs"
+			break
+		fi
 		mm_run "$i"
 		case $kind in
 		same) n_same=$((n_same + 1)) ;;
@@ -467,7 +484,8 @@ for name in "${names[@]}"; do
 		awk '{ s += $1 } END { print s + 0 }')
 	pct=$(awk -v s="$mp_s" -v c="$mp_c" 'BEGIN { if (c > 0) printf "%.1f%%", 100 * s / c; else printf "-" }')
 	runs=""
-	((REPEAT == 1)) || runs=" in $REPEAT runs: $n_same identical, $n_differ differing, $n_crash crashed, $n_hang hung"
+	nrun=$((n_same + n_differ + n_crash + n_hang))
+	((REPEAT == 1)) || runs=" in $nrun runs: $n_same identical, $n_differ differing, $n_crash crashed, $n_hang hung"
 	if [[ -z $why ]]; then
 		echo "PASS $name$runs (${tb}s without, ${tm}s with mmfold; $procs process(es); mprotect $mp_c calls, $mp_s skipped, $mp_u unproven; madvise $ma_c/$ma_s; mmap $mm_c/$mm_s; signals chained $chained)"
 		pass=$((pass + 1))
@@ -478,7 +496,7 @@ for name in "${names[@]}"; do
 		failed_names+=("$name")
 		status=FAIL
 	fi
-	((REPEAT == 1)) || status="$status ($n_same/$REPEAT identical, $n_differ differ, $n_crash crash, $n_hang hang)"
+	((REPEAT == 1)) || status="$status ($n_same/$nrun identical, $n_differ differ, $n_crash crash, $n_hang hang)"
 	rows+=("| $name | $status | $procs | $mp_c / $mp_s / $mp_u | $pct | $ma_c / $ma_s / $ma_u | $ml_c / $ml_s / $ml_u | $mm_c / $mm_s / $mm_u | $tb | $tm |")
 done
 

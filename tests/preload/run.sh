@@ -24,6 +24,9 @@
 #      2): the walk-bypass test,
 #      BYPASS_SEEDS (default 4), BYPASS_REPEAT (default 4), BYPASS_THREADS
 #      (default 8), BYPASS_ROUNDS (default 20): the bypass test,
+#      TEST_DEADLINE (seconds since the epoch; none by default): lazystress
+#      and bypass start no seed after it (the first seed always runs) and
+#      say how many of their seeds ran (CI's time budget, .ci/run),
 # Tests: walk walk-shape walk-bypass pastmap walk-stats errno_matrix barrier uffd barrier-uffd ctor sigreentry clonefork forklock broken
 # sigchain barrier-sigchain lazystress stopworld bypass (default: all; the last two run with
 # MMFOLD_SIGCHAIN=on, so mmfold's SIGSEGV handler runs first).  Each program runs without the library (reference) and
@@ -46,6 +49,14 @@ OUT=$BUILD/out
 unset LD_PRELOAD MMFOLD_MODE MMFOLD_STATS MMFOLD_STATS_FILE MMFOLD_STATS_FORMAT MMFOLD_BARRIER
 
 pass=0 fail=0
+# past_deadline: true once TEST_DEADLINE (epoch seconds) has passed.
+past_deadline() { [ -n "${TEST_DEADLINE:-}" ] && [ "$(date +%s)" -ge "$TEST_DEADLINE" ]; }
+# seed_cut S N: true when seed S of N must not start (past the deadline;
+# the first always starts), with CUT saying how many ran.
+seed_cut() {
+	[ "$1" -gt 1 ] && past_deadline || return 1
+	CUT=" (TEST_DEADLINE reached: $(($1 - 1)) of $2 seeds ran)"
+}
 ok() { echo "PASS $1"; pass=$((pass + 1)); }
 bad() { echo "FAIL $1: $2"; fail=$((fail + 1)); }
 
@@ -378,7 +389,9 @@ t_bypass() {
 	local s i n=0 nbad=0 first='' byp=0
 	local seeds=${BYPASS_SEEDS:-4} rep=${BYPASS_REPEAT:-4} th=${BYPASS_THREADS:-8}
 	local rounds=${BYPASS_ROUNDS:-20}
+	CUT=''
 	for s in $(seq 1 "$seeds"); do
+		seed_cut "$s" "$seeds" && break
 		local name=bypass-$s
 		run "$OUT/$name.ref" ref "$BUILD/bypass" "$s" "$th" "$rounds"
 		if [ "$(exit_of "$OUT/$name.ref")" != 0 ]; then
@@ -408,7 +421,7 @@ t_bypass() {
 			fi
 		done
 	done
-	echo "bypass: $n runs, $nbad failed, $byp calls bypassed the map"
+	echo "bypass: $n runs, $nbad failed, $byp calls bypassed the map$CUT"
 	bypass_verdict bypass "${first:+$nbad of $n runs failed; first: $first}" "$byp"
 }
 
@@ -422,8 +435,12 @@ t_bypass() {
 t_lazystress() {
 	local th s i n=0 nbad=0 first='' sp=0 faults=0
 	local seeds=${LAZYSTRESS_SEEDS:-4} rep=${LAZYSTRESS_REPEAT:-6} steps=${LAZYSTRESS_STEPS:-300}
-	for th in ${LAZYSTRESS_THREADS:-4 8 16}; do
-		for s in $(seq 1 "$seeds"); do
+	CUT=''
+	# seed by seed, every thread count for each, so that a run cut short
+	# by TEST_DEADLINE has covered every thread count
+	for s in $(seq 1 "$seeds"); do
+		seed_cut "$s" "$seeds" && break
+		for th in ${LAZYSTRESS_THREADS:-4 8 16}; do
 			local name=lazystress-$th-$s
 			run "$OUT/$name.ref" ref "$BUILD/lazystress" "$s" "$th" "$steps"
 			if [ "$(exit_of "$OUT/$name.ref")" != 0 ]; then
@@ -453,7 +470,7 @@ t_lazystress() {
 			done
 		done
 	done
-	echo "lazystress: $n runs, $nbad differing, $sp spurious or missed faults, $faults faults probed"
+	echo "lazystress: $n runs, $nbad differing, $sp spurious or missed faults, $faults faults probed$CUT"
 	if [ -n "$first" ]; then bad lazystress "$nbad of $n runs failed; first: $first"; else ok lazystress; fi
 }
 
