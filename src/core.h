@@ -67,20 +67,12 @@ void config_warn(const char *line, void *arg);
 
 /* ---- wlock.c: the shadow map and its writer section ---------------------- */
 extern struct mmf_map map;
-#define PENDING_MAX 8
-struct mmf_pending {
-	union {
-		struct {
-			int n, all;
-		};
-		uint64_t any; /* n and all read at once: 0 when nothing is pending */
-	};
-	uint64_t s[PENDING_MAX], e[PENDING_MAX];
-};
-extern __thread volatile int in_write __attribute__((tls_model("initial-exec")));
-extern __thread struct mmf_pending pending __attribute__((tls_model("initial-exec")));
-/* 1 while the section's asynchronous signals are blocked (wlock.c). */
-extern __thread volatile int wmasked __attribute__((tls_model("initial-exec")));
+/* This thread's writer state (wlock.c says what each holds): fields of
+ * the thread's fast-path block (fast.h), so that the forward path reaches
+ * them and the hint from one base register. */
+#define in_write (mmf_fast_tls.w_in)
+#define pending (mmf_fast_tls.w_pending)
+#define wmasked (mmf_fast_tls.w_masked) /* the section's asynchronous signals blocked */
 /* Enters (leaves) a writer section: asynchronous signals blocked, the
  * map's writer lock held; leaving drains what re-entrant calls changed. */
 void wenter(void);
@@ -115,21 +107,22 @@ void mmf_bypass_refuse(void);
  * wleave. */
 static inline void wleave_quick(void)
 {
-	if (PLD(pending.any) || __atomic_load_n(&mmf_stale, __ATOMIC_RELAXED)) {
+	struct mmf_fast_tls *x = mmf_fast_self();
+	if (PLD(x->w_pending.any) || __atomic_load_n(&mmf_stale, __ATOMIC_RELAXED)) {
 		wleave();
 		return;
 	}
-	in_write = 2;
+	x->w_in = 2;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	mmf_map_wunlock(&map);
-	in_write = 0;
+	x->w_in = 0;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	if (PLD(pending.any)) {
+	if (PLD(x->w_pending.any)) {
 		wenter();
 		wleave();
 		return;
 	}
-	if (wmasked)
+	if (x->w_masked)
 		async_restore();
 }
 

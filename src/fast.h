@@ -12,9 +12,9 @@
  * attribute word changes in place, atomically.  So while the sequence is
  * the one the hint was taken at, the slot still holds that record, and the
  * word read is one the map held, as for any reader.  A thread's hint is
- * emptied when it enters a writer section (a signal handler that runs
- * while the section is open must take the general path, which forwards)
- * and when it opens a batch.  Anything the hint cannot decide (another
+ * not used while the thread is in a writer section (in_write: a signal
+ * handler that runs while the section is open must take the general
+ * path, which forwards), and is emptied when it opens a batch.  Anything the hint cannot decide (another
  * record, a change, a protection the fast path does not answer) returns 0:
  * the caller takes the general path, which may learn a new hint. */
 #ifndef MMF_FAST_H
@@ -70,18 +70,47 @@ extern const uint32_t *mmf_fast_seq; /* the shadow map's sequence */
  * it is not 0, read before and after the map. */
 extern uint64_t mmf_stale;
 
-/* This thread's fast-path state.  Signal handlers on this thread use it
- * too, so a hint is never changed while it may be read: a learn writes the
- * other of the two records and then moves gen (one store); a reader takes
+/* Ranges changed behind a writer section's back by re-entrant calls
+ * (wlock.c). */
+#define PENDING_MAX 8
+struct mmf_pending {
+	union {
+		struct {
+			int n, all;
+		};
+		uint64_t any; /* n and all read at once: 0 when nothing is pending */
+	};
+	uint64_t s[PENDING_MAX], e[PENDING_MAX];
+};
+
+/* This thread's fast-path state, and its writer state (wlock.c's in_write,
+ * wmasked and pending, in one block so that a call reaches all of it from
+ * one base register).  Signal handlers on this thread use it too, so a
+ * hint is never changed while it may be read: a learn writes the other of
+ * the two records and then moves gen (one store); a reader takes
  * r[gen & 1] and checks that gen did not move while it read. */
 struct mmf_fast_tls {
+	volatile int w_in;     /* wlock.c's in_write: 0 none, 1 in a writer section, 2 leaving it */
+	volatile int w_masked; /* wlock.c's wmasked: the section's asynchronous signals blocked */
 	struct mmf_slotref r[2];
 	const struct mmf_slotref *cur; /* r[gen & 1] (NULL: none yet) */
 	uint32_t gen;         /* moves at every learn */
 	uint32_t learning;    /* a learn is writing r[(gen + 1) & 1] */
 	struct mmf_tstats *t; /* this thread's counters, once allocated (stats.c) */
+	struct mmf_pending w_pending; /* wlock.c's pending */
 };
 extern __thread struct mmf_fast_tls mmf_fast_tls __attribute__((tls_model("initial-exec")));
+
+/* This thread's block as a plain pointer.  Named directly, each access is
+ * relative to the thread register with the block's offset loaded from the
+ * GOT, and GCC loads that offset again after every fence or atomic; a
+ * pointer the compiler cannot see through stays in a register. */
+static inline struct mmf_fast_tls *mmf_fast_self(void)
+{
+	struct mmf_fast_tls *x = &mmf_fast_tls;
+	__asm__("" : "+r"(x));
+	return x;
+}
 
 /* Sets the gate and the tables.  off: MMF_FAST_* bits; mdwe: W+X requests
  * are checked by the kernel (PR_SET_MDWE); wx_relax: MMFOLD_WX=relax, whose
@@ -161,19 +190,6 @@ static inline int mmf_fast_changes(const struct mmf_slotref *h, int prot, uint64
 	       !__atomic_load_n(&mmf_fast_fwd_off, __ATOMIC_RELAXED);
 }
 
-/* After a writer section that changed only the attribute word of the
- * hint's record in place (the map's sequence unchanged): the hint the
- * section's entry emptied holds again (one store), unless a handler
- * learned another since generation g. */
-static inline void mmf_fast_restore(uint32_t g, uint64_t end)
-{
-	struct mmf_slotref *r = (struct mmf_slotref *)mmf_fast_tls.cur;
-	MMF_FAST_FENCE();
-	if (r && mmf_fast_tls.gen == g)
-		r->end = end;
-	MMF_FAST_FENCE();
-}
-
 /* MMF_FAST_SKIPPED, MMF_FAST_GENERAL, or MMF_FAST_MAYBE: the hint holds
  * the range and says it is not a no-op; *v is the record's attribute word
  * and *g the hint's generation, for mmf_run_change. */
@@ -187,7 +203,10 @@ static inline int mmf_fast_mprotect(uint64_t a, uint64_t len, int prot, uint64_t
 	uint32_t gen = x->gen;
 	MMF_FAST_FENCE();
 	const struct mmf_slotref *h = x->cur;
-	if (__builtin_expect(!h, 0))
+	/* no hint yet, or a signal handler that interrupted this thread's
+	 * writer section: the kernel may already have done what the record
+	 * does not say yet (the general path takes it as re-entrant) */
+	if (__builtin_expect(!h || x->w_in, 0))
 		return MMF_FAST_GENERAL;
 	uint64_t hs = h->start, he = h->end;
 	/* hs <= a < he, a page aligned, 0 < len <= he - a */

@@ -35,9 +35,8 @@ change_done(const struct mmf_op *op, long r, const struct mmf_slotref *fr, uint3
 		mmf_wx_rw_done(a, e); /* what mmf_wx_after does for it */
 	mmf_thp_tick(PLD(folio_policy.thp_disabled));
 	wleave_quick();
-	if (d == MMF_REPROT_IN_PLACE)
-		mmf_fast_restore(g, fr->end); /* the slot holds the record still */
-	else if (d == MMF_REPROT_MOVED && __atomic_load_n(&map.seq, __ATOMIC_RELAXED) == nr.seq)
+	/* in place: the hint holds still (the sequence did not move) */
+	if (d == MMF_REPROT_MOVED && __atomic_load_n(&map.seq, __ATOMIC_RELAXED) == nr.seq)
 		mmf_fast_learn(&nr); /* the record that holds the range now */
 	return r;
 }
@@ -60,14 +59,14 @@ long mmf_run_change(struct mmf_op *op, uint64_t v0, uint32_t g)
 	uint64_t asked = (uint64_t)op->a[1];
 	int prot = (int)op->a[2];
 	/* one copy of the hint; a handler that ran since it was read may have
-	 * changed it (the copy fails); a handler that interrupted the entry of
-	 * a section, before it emptied the hint, re-enters (mmf_run) */
+	 * changed it (the copy fails); a call inside this thread's section
+	 * (mmf_fast_mprotect declines those already) re-enters (mmf_run) */
 	if (in_write || !mmf_fast_copy(g, &fr) || !mmf_fast_changes(&fr, prot, v0))
 		return mmf_run(op);
 	struct mmf_tstats *t = mmf_fast_tls.t;
 	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_CALLS, 1);
 	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_BYTES_ASKED, asked);
-	if (!wenter_try()) /* empties the hint */
+	if (!wenter_try())
 		return mmf_bypass(op, t, asked);
 	uint64_t v = PLD(*fr.attr);
 	if (map.seq != fr.seq || (v & mmf_fast_cmask) != mmf_fast_cwant) {
@@ -122,14 +121,11 @@ long mmf_fast_forward(uint64_t a, uint64_t len, int prot, uint64_t v0, uint32_t 
 	struct mmf_slotref fr, nr;
 	if (!kfn || !mmf_fast_copy(g, &fr) || !mmf_fast_changes(&fr, prot, v0))
 		return MMF_FAST_DECLINED;
-	if (!wenter_quick()) {
-		mmf_fast_restore(g, fr.end);
+	if (!wenter_quick())
 		return MMF_FAST_DECLINED;
-	}
 	uint64_t v = PLD(*fr.attr);
 	if (map.seq != fr.seq || (v & mmf_fast_cmask) != mmf_fast_cwant) {
 		wleave_quick();
-		mmf_fast_restore(g, fr.end);
 		return MMF_FAST_DECLINED;
 	}
 	struct mmf_tstats *t = mmf_fast_tls.t;
@@ -150,9 +146,7 @@ long mmf_fast_forward(uint64_t a, uint64_t len, int prot, uint64_t v0, uint32_t 
 		mmf_wx_rw_done(a, e);
 	mmf_thp_tick(PLD(folio_policy.thp_disabled));
 	wleave_quick();
-	if (d == MMF_REPROT_IN_PLACE)
-		mmf_fast_restore(g, fr.end);
-	else if (__atomic_load_n(&map.seq, __ATOMIC_RELAXED) == nr.seq)
+	if (d != MMF_REPROT_IN_PLACE && __atomic_load_n(&map.seq, __ATOMIC_RELAXED) == nr.seq)
 		mmf_fast_learn(&nr);
 	return 0;
 }

@@ -20,16 +20,15 @@ int mmf_forking; /* life.c's fork steps; see there */
 static uint32_t lock_gen;  /* moves at every acquisition (under the lock) */
 static uint32_t stuck_gen; /* lock_gen + 1 of a holder a waiter gave up on */
 
-/* This thread's writer state: 0 none, 1 holds the map lock, 2 releasing.
- * Signal handlers on this thread read and change it and the pending list
- * below, so every access is volatile or atomic: the compiler must neither
- * cache them in registers nor reuse an earlier load (GCC for aarch64 did,
- * and a handler's entry was then taken twice). */
-__thread volatile int in_write __attribute__((tls_model("initial-exec")));
-/* Ranges changed behind the holder's back (by re-entrant calls).  Only this
- * thread and its signal handlers touch it; entries are added by handlers
+/* This thread's writer state (in_write: 0 none, 1 holds the map lock, 2
+ * releasing), and the ranges changed behind the holder's back by
+ * re-entrant calls (pending), are fields of this thread's mmf_fast_tls
+ * (fast.h; core.h names them).  Signal handlers on this thread read and
+ * change them, so every access is volatile or atomic: the compiler must
+ * neither cache them in registers nor reuse an earlier load (GCC for
+ * aarch64 did, and a handler's entry was then taken twice).  Only this
+ * thread and its handlers touch pending; entries are added by handlers
  * (which run to completion) and taken off with a compare-and-swap of n. */
-__thread struct mmf_pending pending __attribute__((tls_model("initial-exec")));
 
 /* Where calls may not bypass the map (below: lazy mode, batches, the
  * barrier, ...), a writer section runs with asynchronous signals blocked,
@@ -49,7 +48,6 @@ __thread struct mmf_pending pending __attribute__((tls_model("initial-exec")));
  * Cost: two rt_sigprocmask calls per section (a call that changes the
  * map); a skipped call takes no section.  Where calls may bypass the map
  * the section leaves signals open: no thread waits long for the lock. */
-__thread volatile int wmasked __attribute__((tls_model("initial-exec")));
 static __thread uint64_t wmask_old __attribute__((tls_model("initial-exec")));
 
 #define SIGBIT(s) (1ull << ((s) - 1))
@@ -76,16 +74,16 @@ void async_restore(void)
 }
 
 /* in_write is set before the lock is taken: a signal handler that runs in
- * between must not wait for a lock its own thread is about to hold.  And
- * before the thread's hint is emptied (a handler that runs inside must not
- * skip from it): a handler that ran in between with in_write still 0
- * would take the general path and could learn a hint that then held
- * through the section. */
+ * between must not wait for a lock its own thread is about to hold.  It
+ * also closes this thread's hint to its handlers (fast.h): inside the
+ * section the kernel may have done what the record does not say yet, so a
+ * handler's call there takes the general path, as a re-entrant one.  The
+ * hint itself stays: a record the section moves moves the map's sequence,
+ * which the hint is checked against. */
 static inline void section_open(void)
 {
 	in_write = 1;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	mmf_fast_forget();
 }
 
 void wenter(void)
@@ -306,9 +304,8 @@ int wenter_try(void)
 /* wenter_try's course when it costs least (the forward path of
  * fastrun.c): bypassing allowed, this thread in no section (a signal
  * handler that interrupted one is re-entering: the general path), the
- * lock free at the first try.  1 with the lock held and this thread's hint
- * emptied (what bypasses changed drained, as wenter_try does); 0 with
- * nothing done but the hint perhaps emptied: the caller restores it and
+ * lock free at the first try.  1 with the lock held (what bypasses
+ * changed drained, as wenter_try does); 0 with nothing done: the caller
  * takes the general path.  The test build's random bypasses
  * (MMF_FORCE_BYPASS) are wenter_try's: other calls' bypasses meet these
  * sections there. */
