@@ -27,7 +27,7 @@
 # Env: MMFOLD_LIB, ARM64_BUILD, ARM64_CC (aarch64-linux-gnu-gcc),
 #      ARM64_VM_KERNELS, ARM64_VM_QEMU (qemu-system-aarch64), ARM64_VM_SMP
 #      (2), ARM64_VM_MEM (MiB, 2048), ARM64_VM_TIMEOUT (seconds per VM,
-#      1800; the tests inside get it less 120 s as their budget: a suite
+#      1800; the tests inside get it less 240 s as their budget: a suite
 #      that would start after it, or is still running at it, is reported
 #      SKIP, not failed), ARM64_VM_PARALLEL (1: the VMs run at the same
 #      time; 0: one after the other), ARM64_VM_SUITES (the Check suites run in the VM; default all
@@ -150,8 +150,9 @@ cp "$MMFOLD_LIB" "$M/libmmfold.so" && cp "${MMFOLD_LIB%.so}-bypass.so" "$M/libmm
 	[ -n "${ARM64_VM_FAIL_LINES:-}" ] && echo "FAIL_LINES='$ARM64_VM_FAIL_LINES'"
 	[ -n "${ARM64_VM_FOLIOS:-}" ] && echo "FOLIOS='$ARM64_VM_FOLIOS'"
 	[ -n "${ARM64_VM_REPEAT:-}" ] && echo "REPEAT='$ARM64_VM_REPEAT'"
-	# the tests' own budget: what the VM may take, less boot and power-off
-	echo "BUDGET=$((VM_TIMEOUT > 240 ? VM_TIMEOUT - 120 : VM_TIMEOUT / 2))"
+	# the suites' budget: what the VM may take, less boot, the folio tests
+	# that follow the suites (10-60 s) and power-off
+	echo "BUDGET=$((VM_TIMEOUT > 480 ? VM_TIMEOUT - 240 : VM_TIMEOUT / 2))"
 } >"$R/mmfold/vm.conf"
 
 # The shared libraries the programs load (NEEDED, recursively, plus

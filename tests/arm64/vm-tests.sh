@@ -48,6 +48,8 @@ export WALK_SEEDS
 # A program of tests/preload/run.sh runs 30 to 100 times slower here than
 # on the host (TCG on a loaded 2-core machine): 300 s each, not 90.
 export RUN_TIMEOUT=300
+# and the programs' own watchdogs (tests/preload/common.h) 5 times theirs
+export WATCHDOG_SCALE=5
 # The write-barrier test under MMFOLD_BARRIER=uffd: 4 runs, not 50 (one
 # run takes about 1 s on the host, 30 s or more here).
 export BARRIER_UFFD_RUNS=4
