@@ -31,7 +31,10 @@
 #      that would start after it, or is still running at it, is reported
 #      SKIP, not failed), ARM64_VM_PARALLEL (1: the VMs run at the same
 #      time; 0: one after the other), ARM64_VM_SUITES (the Check suites run in the VM; default all
-#      but tools; "none": no suite), ARM64_VM_FOLIOS (0: no folio test),
+#      but tools and preload:differential; "none": no suite),
+#      ARM64_VM_DIFF (tests/preload/run.sh's tests run one by one after
+#      the suites; default: the differential case's 16; "none": none),
+#      ARM64_VM_FOLIOS (0: no folio test),
 #      ARM64_VM_REPEAT ("NAME:N ...": tests/preload/run.sh NAME N times
 #      after the suites, none by default), ARM64_VM_FOLIO_ARGS
 #      (tests/arm64/folios.c's arguments),
@@ -150,6 +153,7 @@ cp "$MMFOLD_LIB" "$M/libmmfold.so" && cp "${MMFOLD_LIB%.so}-bypass.so" "$M/libmm
 	[ -n "${ARM64_VM_FAIL_LINES:-}" ] && echo "FAIL_LINES='$ARM64_VM_FAIL_LINES'"
 	[ -n "${ARM64_VM_FOLIOS:-}" ] && echo "FOLIOS='$ARM64_VM_FOLIOS'"
 	[ -n "${ARM64_VM_REPEAT:-}" ] && echo "REPEAT='$ARM64_VM_REPEAT'"
+	[ -n "${ARM64_VM_DIFF:-}" ] && echo "DIFF='$ARM64_VM_DIFF'"
 	# the suites' budget: what the VM may take, less boot, the folio tests
 	# that follow the suites (10-60 s) and power-off
 	echo "BUDGET=$((VM_TIMEOUT > 480 ? VM_TIMEOUT - 240 : VM_TIMEOUT / 2))"

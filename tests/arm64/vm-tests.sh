@@ -10,8 +10,13 @@
 #                  (verify), signal chaining (sigchain), and the behaviour
 #                  suites of tests/behaviour/ that run programs under
 #                  LD_PRELOAD (preload: counts, folio placement, batch,
-#                  lazy, shape, the differential walks of tests/preload/
-#                  run.sh; sigchain_preload; wx), on a real arm64 kernel
+#                  lazy, shape; sigchain_preload; wx), on a real arm64
+#                  kernel
+#   diff-NAME      tests/preload/run.sh NAME, one test at a time (DIFF; the
+#                  Check runner's "preload:differential" runs the same
+#                  tests as one case, which on this VM takes 700 s to more
+#                  than 1200 s: alone, a single slow test would stop it
+#                  with no summary and lose the others' results)
 #   folios-*       tests/arm64/folios.c with the 64 KiB mTHP size set to
 #                  "always" and then "madvise", without and with mmfold:
 #                  the kernel's own view (pagemap, kpageflags, hugepages-
@@ -27,15 +32,19 @@
 # a suite or repeat that would start after it is not run, one still running
 # at it is stopped, and either is reported "SKIP ... budget"; a suite
 # stopped there that had already reported a failing check fails),
+# DIFF (tests/preload/run.sh's tests run one by one; "none": none),
 # FOLIOS (0: no folio test), REPEAT, FOLIO_ARGS,
 # TIMEOUT_MULT, WALK_SEEDS (tests/preload/run.sh's; it reaches run.sh
 # through the Check runner's environment), FAIL_LINES (of a failed suite's
 # log shown, 60).  Prints PASS/FAIL lines, "# ..." notes, then the sentinel
 # "MMFOLD-ARM64-RESULT: N passed, M failed" that the host script reads.
 set -u
-# (the differential walks last: two thirds of the VM's time)
 SUITES="map map_fill lazy config verify thp preload:behaviour preload:folio preload:batch preload:lazy
-	preload:shape preload:profile sigchain sigchain_preload wx preload:differential"
+	preload:shape preload:profile sigchain sigchain_preload wx"
+# (after the suites: two thirds of the VM's time; the walk first, the
+# differential that covers the most)
+DIFF="walk errno_matrix sigreentry pastmap ctor barrier uffd barrier-uffd clonefork forklock broken
+	stopworld bypass lazystress walk-shape walk-bypass"
 BUDGET=0
 FOLIO_ARGS="-n 512 -l 64 -h 256 -t 8"
 TIMEOUT_MULT=10
@@ -125,6 +134,38 @@ for s in $SUITES; do
 		# the failures with the lines that follow them (program output)
 		sed -n '/:[EF]:/,$p' "$log" | head -${FAIL_LINES:-60} | sed 's/^/#   /'
 		[ -n "$summary" ] || tail -20 "$log" | sed 's/^/#   /'
+	fi
+done
+
+# ---- tests/preload/run.sh's tests, one at a time ----------------------------
+# Each its own PASS/FAIL/SKIP: stopped at the budget with no FAIL line
+# printed, a test is SKIP; stopped by its own limit (a hang), it fails.
+[ "$DIFF" = none ] && DIFF=
+for name in $DIFF; do
+	log=$OUT/diff-$name.log
+	t0=$(cut -d. -f1 /proc/uptime)
+	tmo=$((600 * TIMEOUT_MULT / 5)) left=$(budget_left) cut=0
+	if [ "$left" -le 0 ]; then
+		skip "diff-$name" "not run: the VM's budget of $BUDGET s is spent"
+		continue
+	fi
+	[ "$left" -lt "$tmo" ] && tmo=$left cut=1
+	BUILD=$B/tests run_cut "$tmo" tests/preload/run.sh "$name" >"$log" 2>&1
+	rc=$?
+	t1=$(cut -d. -f1 /proc/uptime)
+	grep -E '^(SKIP |uffd mode: |walk-bypass: |bypass: )' "$log" | sort -u | sed 's/^/# /'
+	if [ $rc = 0 ]; then
+		ok "diff-$name ($((t1 - t0)) s)"
+	elif [ $cut = 1 ] && [ $rc = 124 ] && ! grep -q '^FAIL' "$log"; then
+		skip "diff-$name" "stopped after $((t1 - t0)) s at the VM's budget of $BUDGET s, no failure reported before"
+	else
+		bad "diff-$name" "exit $rc after $((t1 - t0)) s: $(grep -m1 '^FAIL' "$log")"
+		for d in "$B"/tests/out/*.diff; do
+			[ -f "$d" ] || continue
+			echo "#   $d:"
+			head -${FAIL_LINES:-60} "$d" | sed 's/^/#   /'
+		done
+		grep -q '^FAIL' "$log" || tail -20 "$log" | sed 's/^/#   /'
 	fi
 done
 
