@@ -16,13 +16,15 @@
 #      BUILD_ONLY=1: build the programs into BUILD and stop (a cross build),
 #      TESTS_PREBUILT=1: use the programs already in BUILD, build nothing
 #      (a machine without a compiler: the arm64 VM of make check-arm64-system),
-#      BARRIER_UFFD_RUNS (default 50): runs of the barrier-uffd test,
+#      BARRIER_UFFD_RUNS (default 20): runs of the barrier-uffd test,
+#      SIGREENTRY_ITER (default 25000): main-loop iterations per phase of
+#      the sigreentry test (make check's share: 60000 took 157 s of it),
 #      CLONEFORK_ROUNDS (default 30): children per way of the clonefork test,
 #      FORKLOCK_FORKS (default 300): forks of the forklock test,
 #      MMFOLD_LIB_BYPASS (default: MMFOLD_LIB's directory's
 #      libmmfold-bypass.so, which make builds), WALK_BYPASS_REPEAT (default
 #      2): the walk-bypass test,
-#      BYPASS_SEEDS (default 4), BYPASS_REPEAT (default 4), BYPASS_THREADS
+#      BYPASS_SEEDS (default 2; make soak-bypass runs 8), BYPASS_REPEAT (default 4), BYPASS_THREADS
 #      (default 8), BYPASS_ROUNDS (default 20): the bypass test,
 #      TEST_DEADLINE (seconds since the epoch; none by default): lazystress
 #      and bypass start no seed after it (the first seed always runs) and
@@ -387,7 +389,7 @@ t_broken() {
 # runs bypassed nothing (then it tested nothing).
 t_bypass() {
 	local s i n=0 nbad=0 first='' byp=0
-	local seeds=${BYPASS_SEEDS:-4} rep=${BYPASS_REPEAT:-4} th=${BYPASS_THREADS:-8}
+	local seeds=${BYPASS_SEEDS:-2} rep=${BYPASS_REPEAT:-4} th=${BYPASS_THREADS:-8}
 	local rounds=${BYPASS_ROUNDS:-20}
 	CUT=''
 	for s in $(seq 1 "$seeds"); do
@@ -541,7 +543,7 @@ t_uffd() {
 # find the set of faulting pages equal to the set written in each of its 16
 # rounds (no lost and no extra fault) and every write in place.
 t_barrier_uffd() {
-	local n=${BARRIER_UFFD_RUNS:-50} i nbad=0 first=''
+	local n=${BARRIER_UFFD_RUNS:-20} i nbad=0 first=''
 	if [ -z "$UFFD_MODE" ]; then
 		echo "SKIP barrier-uffd: cannot run here: $UFFD_WHY"
 		return
@@ -585,7 +587,7 @@ for t in "${tests[@]}"; do
 	uffd) t_uffd ;;
 	barrier-uffd) t_barrier_uffd ;;
 	ctor) t_simple ctor "$BUILD/ctor_main" ;;
-	sigreentry) t_simple sigreentry "$BUILD/sigreentry" ;;
+	sigreentry) t_simple sigreentry "$BUILD/sigreentry" "${SIGREENTRY_ITER:-25000}" ;;
 	clonefork) t_simple clonefork "$BUILD/clonefork" "${CLONEFORK_ROUNDS:-30}" ;;
 	forklock) t_simple forklock "$BUILD/forklock" "${FORKLOCK_FORKS:-300}" ;;
 	broken) t_broken ;;

@@ -35,8 +35,8 @@
 
 #define CH 4       /* chunks per region */
 #define CHPG 4     /* pages per chunk */
-#define ITER 60000 /* main-loop iterations per phase */
-#define ITER_MAX (200L * ITER) /* at most, while no handler has run */
+static long iters = 25000; /* main-loop iterations per phase (argv[1]) */
+#define ITER_MAX (200L * iters) /* at most, while no handler has run */
 #define PHASE_S 20    /* seconds a phase may take once its handler has run */
 #define PHASE_MAX_S 120 /* seconds a phase may take in any case */
 
@@ -120,11 +120,11 @@ static long main_loop(uint64_t seed)
 {
 	long bad = 0;
 	uint64_t s = seed;
-	/* ITER iterations, and on until the handler has run at least once
+	/* iters iterations, and on until the handler has run at least once
 	 * (on a loaded machine, or under emulation, the sender thread or the
 	 * timer may not have fired yet: "handler ran NO" then said nothing
 	 * about mmfold); ITER_MAX bounds a signal that never comes. */
-	for (long i = 0; i < ITER || (nsig == 0 && i < ITER_MAX); i++) {
+	for (long i = 0; i < iters || (nsig == 0 && i < ITER_MAX); i++) {
 		if ((i & 255) == 0 && !phase_over && nsig > 0 && phase_secs() >= PHASE_S)
 			phase_over = 1;
 		if (phase_over || ((i & 255) == 0 && phase_secs() >= PHASE_MAX_S))
@@ -233,8 +233,10 @@ static void reset(void)
 	clock_gettime(CLOCK_MONOTONIC, &phase_start);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	if (argc > 1 && atol(argv[1]) > 0)
+		iters = atol(argv[1]);
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
