@@ -12,7 +12,6 @@ uint64_t mmf_fast_want[8];
 uint64_t mmf_fast_pgmask = 4095;
 uint64_t mmf_fast_cmask, mmf_fast_cwant;
 uint32_t mmf_fast_chg_prots;
-uint32_t mmf_fast_fwd_off;
 uint32_t mmf_fast_lazy;
 static const uint32_t no_seq = 1; /* odd: never a hint's */
 const uint32_t *mmf_fast_seq = &no_seq;
@@ -39,8 +38,7 @@ void mmf_fast_set(unsigned off, int mdwe, int wx_relax, size_t page, const uint3
 	struct mmf_attr cw = {.prot = 0, .owned = 1, .sealed = 0};
 	mmf_fast_cmask = word(&cm);
 	mmf_fast_cwant = word(&cw);
-	uint32_t chg = 0;
-	__atomic_store_n(&mmf_fast_fwd_off, off & MMF_FAST_SHAPE, __ATOMIC_RELAXED);
+	uint32_t chg = 0, fwd_off = off & MMF_FAST_SHAPE;
 	off &= ~(unsigned)MMF_FAST_SHAPE;
 	/* compared: prot, owned, sealed; in relax mode also the W^X bit,
 	 * which must be clear (wx.c answers for its areas) */
@@ -57,7 +55,8 @@ void mmf_fast_set(unsigned off, int mdwe, int wx_relax, size_t page, const uint3
 			chg |= 1u << p;
 		mmf_fast_want[p] = word(&w) & mmf_fast_mask;
 	}
-	mmf_fast_chg_prots = chg;
+	/* shaping closes the forward path: no protection changes in place */
+	__atomic_store_n(&mmf_fast_chg_prots, fwd_off ? 0 : chg, __ATOMIC_RELAXED);
 	mmf_fast_pgmask = page - 1;
 	if (seq)
 		mmf_fast_seq = seq;

@@ -27,7 +27,7 @@
 #include "stats.h"
 
 /* Reasons the fast paths are closed (bits of mmf_fast.f.off), and of the
- * forward path alone (mmf_fast_fwd_off). */
+ * forward path alone (MMF_FAST_SHAPE: mmf_fast_chg_prots is 0). */
 enum {
 	MMF_FAST_INIT = 1,    /* not initialised yet */
 	MMF_FAST_MODE = 2,    /* the mode is not safe (off, observe, lazy) */
@@ -38,7 +38,6 @@ enum {
 	MMF_FAST_SHAPE = 64,  /* range shaping may change a one-record call */
 	MMF_FAST_BARRIER = 128, /* MMFOLD_BARRIER=uffd: mprotect may be a barrier */
 };
-extern uint32_t mmf_fast_fwd_off;
 /* Lazy mode is on (engine.c's lazy_on, copied once it is set): the one
  * test the buffer-taking wrappers of preload/io.c make, inline. */
 extern uint32_t mmf_fast_lazy;
@@ -62,7 +61,8 @@ extern uint64_t mmf_fast_want[8];
 extern uint64_t mmf_fast_pgmask;
 /* A record the forward path updates in place: owned, unsealed, its
  * protection known (in relax mode: not a W^X area); bit p of chg_prots:
- * a request for protection p may be (not exec-only, not W+X under MDWE). */
+ * a request for protection p may be (not exec-only, not W+X under MDWE;
+ * none while the forward path is closed). */
 extern uint64_t mmf_fast_cmask, mmf_fast_cwant;
 extern uint32_t mmf_fast_chg_prots;
 extern const uint32_t *mmf_fast_seq; /* the shadow map's sequence */
@@ -152,13 +152,14 @@ static inline void mmf_fast_forget(void)
 /* A consistent copy of this thread's hint as of gen g: 0 when gen moved. */
 static inline int mmf_fast_copy(uint32_t g, struct mmf_slotref *out)
 {
+	struct mmf_fast_tls *x = mmf_fast_self();
 	MMF_FAST_FENCE();
-	const struct mmf_slotref *r = mmf_fast_tls.cur;
+	const struct mmf_slotref *r = x->cur;
 	if (!r)
 		return 0;
 	*out = *r;
 	MMF_FAST_FENCE();
-	return mmf_fast_tls.gen == g;
+	return x->gen == g;
 }
 
 /* mprotect(a, len, prot), asked of the hint (mmf_fast_mprotect below).
@@ -185,9 +186,8 @@ static inline int mmf_fast_prot(uint64_t v)
  * already at prot unless the thread had no counters). */
 static inline int mmf_fast_changes(const struct mmf_slotref *h, int prot, uint64_t v)
 {
-	return ((mmf_fast_chg_prots >> prot) & 1) && h->b && mmf_fast_tls.t &&
-	       (v & mmf_fast_cmask) == mmf_fast_cwant &&
-	       !__atomic_load_n(&mmf_fast_fwd_off, __ATOMIC_RELAXED);
+	return ((__atomic_load_n(&mmf_fast_chg_prots, __ATOMIC_RELAXED) >> prot) & 1) && h->b &&
+	       mmf_fast_self()->t && (v & mmf_fast_cmask) == mmf_fast_cwant;
 }
 
 /* MMF_FAST_SKIPPED, MMF_FAST_GENERAL, or MMF_FAST_MAYBE: the hint holds

@@ -121,6 +121,9 @@ long mmf_fast_forward(uint64_t a, uint64_t len, int prot, uint64_t v0, uint32_t 
 	struct mmf_slotref fr, nr;
 	if (!kfn || !mmf_fast_copy(g, &fr) || !mmf_fast_changes(&fr, prot, v0))
 		return MMF_FAST_DECLINED;
+	/* this thread's counters (mmf_fast_changes found them): read before
+	 * the section, whose fences would have the block's address loaded again */
+	struct mmf_tstats *t = mmf_fast_tls.t;
 	if (!wenter_quick())
 		return MMF_FAST_DECLINED;
 	uint64_t v = PLD(*fr.attr);
@@ -128,7 +131,6 @@ long mmf_fast_forward(uint64_t a, uint64_t len, int prot, uint64_t v0, uint32_t 
 		wleave_quick();
 		return MMF_FAST_DECLINED;
 	}
-	struct mmf_tstats *t = mmf_fast_tls.t;
 	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_CALLS, 1);
 	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_BYTES_ASKED, len);
 	uint64_t n = t->v[MMF_K_MPROTECT][MMF_S_CALLS];

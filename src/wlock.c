@@ -311,11 +311,13 @@ int wenter_try(void)
  * sections there. */
 int wenter_quick(void)
 {
-	if (in_write || !__atomic_load_n(&mmf_bypass_ok, __ATOMIC_RELAXED))
+	struct mmf_fast_tls *x = mmf_fast_self();
+	if (x->w_in || !__atomic_load_n(&mmf_bypass_ok, __ATOMIC_RELAXED))
 		return 0;
-	section_open();
+	x->w_in = 1; /* section_open */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (!mmf_map_trywlock(&map)) {
-		in_write = 0;
+		x->w_in = 0;
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		return 0;
 	}
