@@ -203,11 +203,18 @@ differential() {
 	return 0
 }
 
+# A walk seed's steps: above 1000, five times WALK_STEPS (the default list's
+# two long walks).  Every test that shares a seed's reference run
+# ($OUT/walk-SEED.ref) runs the seed with these steps.
+walk_steps() {
+	if [ "$1" -gt 1000 ]; then echo $((WALK_STEPS * 5)); else echo "$WALK_STEPS"; fi
+}
+
 t_walk() {
 	local s first='' seeds=''
 	for s in ${WALK_SEED_LIST:-$(seq 1 "$WALK_SEEDS") 1001 1002}; do
-		local steps=$WALK_STEPS
-		[ "$s" -gt 1000 ] && steps=$((WALK_STEPS * 5)) # two long walks
+		local steps
+		steps=$(walk_steps "$s")
 		if ! differential "walk-$s" "$BUILD/walk" "$s" "$steps"; then
 			seeds="$seeds $s"
 			[ -z "$first" ] && first="seed $s: $REASON"
@@ -220,15 +227,16 @@ t_walk() {
 # safe mode must match the run without mmfold, and across the seeds both
 # policies must really have shaped calls (counted from the JSON reports).
 t_walk_shape() {
-	local s pol first='' n d tot
+	local s pol first='' n d tot steps
 	for pol in trim widen; do
 		local f=$OUT/walk-shape-$pol.json
 		rm -f "$f"
 		for s in ${WALK_SEED_LIST:-$(seq 1 "$WALK_SEEDS")}; do
 			n=walk-shape-$pol-$s
-			[ -s "$OUT/walk-$s.ref" ] || run "$OUT/walk-$s.ref" ref "$BUILD/walk" "$s" "$WALK_STEPS"
+			steps=$(walk_steps "$s")
+			[ -s "$OUT/walk-$s.ref" ] || run "$OUT/walk-$s.ref" ref "$BUILD/walk" "$s" "$steps"
 			run "$OUT/$n.safe" safe env MMFOLD_SHAPE=$pol MMFOLD_STATS=1 MMFOLD_STATS_FORMAT=json \
-				MMFOLD_STATS_FILE="$f" "$BUILD/walk" "$s" "$WALK_STEPS"
+				MMFOLD_STATS_FILE="$f" "$BUILD/walk" "$s" "$steps"
 			if ! d=$(same "$n" "$OUT/walk-$s.ref" "$OUT/$n.safe" safe); then
 				[ -z "$first" ] && first="MMFOLD_SHAPE=$pol seed $s differs from no-preload run ($d)"
 			fi
@@ -272,8 +280,8 @@ t_walk_bypass() {
 	fi
 	rm -f "$f"
 	for s in ${WALK_SEED_LIST:-$(seq 1 "$WALK_SEEDS") 1001 1002}; do
-		local steps=$WALK_STEPS
-		[ "$s" -gt 1000 ] && steps=$((WALK_STEPS * 5))
+		local steps
+		steps=$(walk_steps "$s")
 		[ -s "$OUT/walk-$s.ref" ] || run "$OUT/walk-$s.ref" ref "$BUILD/walk" "$s" "$steps"
 		for i in $(seq 1 "$rep"); do
 			local nm=walk-bypass-$s-$i d
