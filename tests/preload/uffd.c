@@ -18,6 +18,10 @@
  *   pagemap's uffd-wp bit, mincore), untranslated: run.sh compares it with
  *   the documented differences.
  * die: a write to a read-only page without a handler (the shell sees 139).
+ * kernel: whether this kernel gives this process what the barrier needs
+ *   (userfaultfd, UFFD_FEATURE_SIGBUS and WP_UNPOPULATED, write-protection
+ *   of an anonymous page), asked without mmfold: run.sh fails the uffd
+ *   tests when it does and the library still reports the barrier off.
  * deny PROG [ARGS]: runs PROG with userfaultfd refused by a seccomp filter
  *   (EPERM), as a container's profile may: mmfold must keep plain mprotect. */
 #include "common.h"
@@ -25,10 +29,18 @@
 #include <linux/close_range.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <linux/userfaultfd.h>
+#include <sys/ioctl.h>
 #include <stddef.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 
+#ifndef UFFD_USER_MODE_ONLY
+#define UFFD_USER_MODE_ONLY 1
+#endif
+#ifndef UFFD_FEATURE_WP_UNPOPULATED /* Debian 12's headers are older than 6.4 */
+#define UFFD_FEATURE_WP_UNPOPULATED (1u << 13)
+#endif
 #ifndef SYS_userfaultfd
 #define SYS_userfaultfd 323
 #endif
@@ -348,6 +360,38 @@ static void proc(void)
 	printf("after munmap: p2 maps %s uffd-wp %d\n", st[2].perm, uffd_wp_bit((uintptr_t)m + 2 * PG));
 }
 
+/* What the barrier needs of the kernel, as src/barrieropen.c asks for it
+ * (run without the library). */
+static int kernel_probe(void)
+{
+	long fd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+	if (fd < 0 && errno == EINVAL)
+		fd = syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
+		printf("uffd-wp: no: userfaultfd: %s\n", strerror(errno));
+		return 0;
+	}
+	struct uffdio_api api = {UFFD_API, UFFD_FEATURE_SIGBUS | UFFD_FEATURE_WP_UNPOPULATED, 0};
+	if (ioctl((int)fd, UFFDIO_API, &api) != 0) {
+		printf("uffd-wp: no: UFFDIO_API: %s\n", strerror(errno));
+		return 0;
+	}
+	char *m = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct uffdio_register r = {{(uintptr_t)m, PG}, UFFDIO_REGISTER_MODE_WP, 0};
+	if (m == MAP_FAILED || ioctl((int)fd, UFFDIO_REGISTER, &r) != 0 ||
+	    !(r.ioctls & (1ull << _UFFDIO_WRITEPROTECT))) {
+		printf("uffd-wp: no: UFFDIO_REGISTER_MODE_WP: %s\n", strerror(errno));
+		return 0;
+	}
+	struct uffdio_writeprotect w = {{(uintptr_t)m, PG}, UFFDIO_WRITEPROTECT_MODE_WP};
+	if (ioctl((int)fd, UFFDIO_WRITEPROTECT, &w) != 0) {
+		printf("uffd-wp: no: UFFDIO_WRITEPROTECT: %s\n", strerror(errno));
+		return 0;
+	}
+	printf("uffd-wp: yes\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	watchdog(60);
@@ -359,6 +403,8 @@ int main(int argc, char **argv)
 		proc();
 	else if (!strcmp(what, "probe")) /* run.sh: does the barrier start here? */
 		return 0;
+	else if (!strcmp(what, "kernel"))
+		return kernel_probe();
 	else if (!strcmp(what, "deny") && argc > 2)
 		return deny(argv + 2);
 	else if (!strcmp(what, "die")) {
@@ -366,7 +412,7 @@ int main(int argc, char **argv)
 		m[3 * PG] = 1;
 		printf("not reached\n");
 	} else {
-		fprintf(stderr, "usage: uffd semantics|proc|die|probe|deny PROG...\n");
+		fprintf(stderr, "usage: uffd semantics|proc|die|probe|kernel|deny PROG...\n");
 		return 2;
 	}
 	return 0;
