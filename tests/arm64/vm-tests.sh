@@ -112,8 +112,10 @@ for s in $SUITES; do
 	log=$OUT/unit-$s.log
 	t0=$(cut -d. -f1 /proc/uptime)
 	case $s in
-	*:*) run=(env CK_RUN_SUITE="${s%%:*}" CK_RUN_CASE="${s#*:}") ;;
-	*) run=(env CK_RUN_SUITE="$s") ;;
+	# CK_LOG_FILE_NAME=-: each test's result as it ends (a failure is in
+	# the log even when the suite is stopped at the budget before its summary)
+	*:*) run=(env CK_LOG_FILE_NAME=- CK_RUN_SUITE="${s%%:*}" CK_RUN_CASE="${s#*:}") ;;
+	*) run=(env CK_LOG_FILE_NAME=- CK_RUN_SUITE="$s") ;;
 	esac
 	tmo=$((600 * TIMEOUT_MULT / 5)) left=$(budget_left) cut=0
 	if [ "$left" -le 0 ]; then
@@ -139,7 +141,8 @@ done
 
 # ---- tests/preload/run.sh's tests, one at a time ----------------------------
 # Each its own PASS/FAIL/SKIP: stopped at the budget with no FAIL line
-# printed, a test is SKIP; stopped by its own limit (a hang), it fails.
+# and no run reported wrong (run.sh's DIFFERS lines) printed, a test is
+# SKIP; stopped by its own limit (a hang), it fails.
 [ "$DIFF" = none ] && DIFF=
 for name in $DIFF; do
 	log=$OUT/diff-$name.log
@@ -156,7 +159,7 @@ for name in $DIFF; do
 	grep -E '^(SKIP |uffd mode: |walk-bypass: |bypass: )' "$log" | sort -u | sed 's/^/# /'
 	if [ $rc = 0 ]; then
 		ok "diff-$name ($((t1 - t0)) s)"
-	elif [ $cut = 1 ] && [ $rc = 124 ] && ! grep -q '^FAIL' "$log"; then
+	elif [ $cut = 1 ] && [ $rc = 124 ] && ! grep -qE '^(FAIL|DIFFERS) ' "$log"; then
 		skip "diff-$name" "stopped after $((t1 - t0)) s at the VM's budget of $BUDGET s, no failure reported before"
 	else
 		bad "diff-$name" "exit $rc after $((t1 - t0)) s: $(grep -m1 '^FAIL' "$log")"

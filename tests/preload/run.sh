@@ -61,6 +61,10 @@ seed_cut() {
 }
 ok() { echo "PASS $1"; pass=$((pass + 1)); }
 bad() { echo "FAIL $1: $2"; fail=$((fail + 1)); }
+# A run that went wrong, said at once (on stderr): a test's FAIL line comes
+# after all its runs, and a test stopped before then (the arm64 VM's
+# budget) is only reported SKIP when no such line was printed.
+run_failed() { echo "DIFFERS $*" >&2; }
 
 if [ -z "${MMFOLD_LIB:-}" ] || [ ! -f "$MMFOLD_LIB" ]; then
 	echo "skip: no library"
@@ -154,6 +158,7 @@ same() {
 	else
 		diff "$ref" "$other" >"$d"
 	fi && { rm -f "$d"; return 0; }
+	run_failed "$1: $d"
 	echo "$d"
 	return 1
 }
@@ -200,6 +205,7 @@ differential() {
 	rc=$(exit_of "$OUT/$name.ref")
 	if [ "$rc" != 0 ]; then
 		REASON="reference run exited $rc ($OUT/$name.ref)"
+		run_failed "$name: $REASON"
 		return 1
 	fi
 	local m d
@@ -435,6 +441,7 @@ t_bypass() {
 			if [ "$(exit_of "$f")" != 0 ] ||
 				! diff -q "$OUT/$name.ref" <(sed '/^## stderr$/,$d' "$f") >/dev/null; then
 				nbad=$((nbad + 1))
+				run_failed "bypass: run $i of seed $s ($f)"
 				[ -n "$first" ] || first="run $i of seed $s ($f)"
 			else
 				rm -f "$f" "$js"
@@ -483,6 +490,7 @@ t_lazystress() {
 				fi
 				if ! diff -q "$OUT/$name.ref" <(sed '/^## stderr$/,$d' "$f") >/dev/null; then
 					nbad=$((nbad + 1))
+					run_failed "lazystress: $m run $i of seed $s with $th threads ($f)"
 					[ -n "$first" ] || first="$m run $i of seed $s with $th threads ($f)"
 				else
 					rm -f "$f"
@@ -582,6 +590,7 @@ t_barrier_uffd() {
 		run "$OUT/barrier-uffd.$i" $m "$BUILD/barrier" "$i"
 		if [ "$(exit_of "$OUT/barrier-uffd.$i")" != 0 ] || ! grep -q '^barrier ok' "$OUT/barrier-uffd.$i"; then
 			nbad=$((nbad + 1))
+			run_failed "barrier-uffd: $OUT/barrier-uffd.$i"
 			[ -n "$first" ] || first=$OUT/barrier-uffd.$i
 		else
 			rm -f "$OUT/barrier-uffd.$i"
