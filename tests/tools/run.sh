@@ -205,11 +205,11 @@ echo '{"not":"a report"}' >"$T/bad.json"
 mmf report "$T/bad.json" >/dev/null 2>&1
 check "report of something else fails (status 1)" test $? = 1
 
-# A real profile, once the library has the profiler (MMFOLD_PROFILE).
+# A real profile (MMFOLD_PROFILE).
 if $CC -std=gnu11 -O1 -g -rdynamic -fno-omit-frame-pointer -fno-inline -o "$T/sites" tests/tools/sites.c; then
 	mmf run -q --profile 5 --json "$T/prof.json" -- "$T/sites" >"$T/sites.out" 2>"$T/sites.err"
 	if ! grep -q '"profile"' "$T/prof.json" 2>/dev/null; then
-		skip "real profile: the library writes no \"profile\" section (MMFOLD_PROFILE not merged yet)"
+		fail "real profile: mmfold run --profile 5 wrote no \"profile\" section ($T/prof.json)"
 	else
 		mmf report "$T/prof.json" -o "$T/prof.svg" >"$T/prof.txt" 2>&1
 		check "real profile: mmfold run --profile 5, report: the SVG names hot_mprotect_site" \
