@@ -97,6 +97,29 @@ count() {
 	awk -v a="$ir" -v c="$calls" 'BEGIN { printf "%.1f", a / c }'
 }
 
+# What the safe run did, asked of the library's own report after a short
+# run outside valgrind: the workload's calls reached the library, and the
+# mprotect workloads took the path they measure (skip: every call skipped;
+# forward, toggle: every call forwarded).  An empty line: as expected; else
+# what was wrong.  With INSTR_LIMITS=1 a wrong run fails, so that the limits
+# cannot pass on a library that was not loaded or a workload that measures
+# another path.
+took_path() {
+	local w=$1 js=$BUILD/$w.check.json n=1000 k c
+	rm -f "$js"
+	env "${CLEAN_ENV[@]}" LD_PRELOAD="$MMFOLD_LIB" "${XENV[@]}" MMFOLD_STATS=1 \
+		MMFOLD_STATS_FORMAT=json MMFOLD_STATS_FILE="$js" "$BIN" "$w" "$n" >/dev/null 2>&1 ||
+		{ echo "the run failed"; return; }
+	[ -s "$js" ] || { echo "no report from the library ($js)"; return; }
+	case $w in
+	skip) k=skipped ;;
+	forward | toggle) k=forwarded ;;
+	*) return ;;
+	esac
+	c=$(grep -o "\"mprotect\":{[^}]*}" "$js" | grep -o "\"$k\":[0-9]*" | cut -d: -f2)
+	[ "${c:-0}" -ge "$n" ] || echo "$w: ${c:-0} mprotect calls $k of at least $n ($js)"
+}
+
 limit_of() { # workload -> "added" limit, or "total:N" for the skip
 	case $1 in
 	skip) echo 60 ;;
@@ -127,7 +150,9 @@ echo "  $(nproc) CPU(s), $(uname -sr), $MMFOLD_LIB${XENV[*]:+ with ${XENV[*]}}"
 printf '  %-10s %10s %10s %10s %10s %10s  %s\n' workload none off safe "off-none" "safe-none" limit
 over=0
 for w in "${WORKLOADS[@]}"; do
-	n0=$(count none "$w") n1=$(count off "$w") n2=$(count safe "$w")
+	n0=$(count none "$w") || exit 1
+	n1=$(count off "$w") || exit 1
+	n2=$(count safe "$w") || exit 1
 	d1=$(awk -v a="$n1" -v b="$n0" 'BEGIN { printf "%+.1f", a - b }')
 	d2=$(awk -v a="$n2" -v b="$n0" 'BEGIN { printf "%+.1f", a - b }')
 	lim=$(limit_of "$w") verdict="" bad=0
@@ -146,10 +171,12 @@ for w in "${WORKLOADS[@]}"; do
 			verdict="$verdict, guard OVER (+$g)"
 		fi
 	fi
+	why=$(took_path "$w")
+	[ -n "$why" ] && verdict="NOT MEASURED: $why" bad=1
 	((bad)) && over=1
 	printf '  %-10s %10s %10s %10s %10s %10s  %s\n' "$w" "$n0" "$n1" "$n2" "$d1" "$d2" "$verdict"
 done
 if ((over)) && [[ ${INSTR_LIMITS:-0} == 1 ]]; then
-	echo "bench-instr: a hot path is above its limit"
+	echo "bench-instr: a hot path is above its limit, or a workload did not take the path it measures"
 	exit 1
 fi
