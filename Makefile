@@ -181,7 +181,8 @@ check-preload: $(LIB) $(BYPASS_LIB)
 # changed what bdwgc's realloc_test printed.  Tables live in memory the
 # library maps when it first needs them.
 check-footprint: $(LIB)
-	@n=$$(size -A $(LIB) | awk '$$1 == ".data" || $$1 == ".bss" {s += $$2} END {print s}'); \
+	@set -o pipefail; n=$$(size -A $(LIB) | awk '$$1 == ".data" || $$1 == ".bss" {s += $$2; k++} END {if (k != 2) exit 1; print s}') || \
+	  { echo "check-footprint: size -A $(LIB) gave no .data and .bss sizes"; exit 1; }; \
 	if [ "$$n" -gt 4096 ]; then echo "check-footprint: .data + .bss = $$n bytes, more than 4096"; exit 1; fi; \
 	echo "check-footprint: .data + .bss = $$n bytes (at most 4096)"
 
