@@ -458,11 +458,14 @@ t_bypass() {
 # mode (every other run with MMFOLD_LAZY_TOUCHED=100: every promotion that
 # may wait does, however often they are touched).  A run fails when its output differs from the reference or when it
 # counted a spurious or a missed fault (exit 1, details on stderr).  The
-# summary line gives the runs, the failures and the faults probed.
+# summary line gives the runs, the failures, the faults probed and the calls
+# lazy mode deferred (from the lazy runs' JSON reports): none deferred fails,
+# since the runs would then have raced nothing.
 t_lazystress() {
-	local th s i n=0 nbad=0 first='' sp=0 faults=0
+	local th s i n=0 nbad=0 first='' sp=0 faults=0 dfr js=$OUT/lazystress.json
 	local seeds=${LAZYSTRESS_SEEDS:-4} rep=${LAZYSTRESS_REPEAT:-6} steps=${LAZYSTRESS_STEPS:-300}
 	CUT=''
+	rm -f "$js"
 	# seed by seed, every thread count for each, so that a run cut short
 	# by TEST_DEADLINE has covered every thread count
 	for s in $(seq 1 "$seeds"); do
@@ -477,10 +480,11 @@ t_lazystress() {
 			sed -i '/^## stderr$/,$d' "$OUT/$name.ref"
 			for i in $(seq 0 "$rep"); do
 				local m=lazy f=$OUT/$name.lazy.$i touched=75
-				[ "$i" = 0 ] && m=safe f=$OUT/$name.safe
+				local st=(MMFOLD_STATS=1 MMFOLD_STATS_FORMAT=json MMFOLD_STATS_FILE="$js")
+				[ "$i" = 0 ] && m=safe f=$OUT/$name.safe st=()
 				# every other run defers every promotion it can
 				[ $((i % 2)) = 1 ] && touched=100
-				run "$f" "$m" env MMFOLD_LAZY_TOUCHED=$touched "$BUILD/lazystress" "$s" "$th" "$steps"
+				run "$f" "$m" env MMFOLD_LAZY_TOUCHED=$touched "${st[@]}" "$BUILD/lazystress" "$s" "$th" "$steps"
 				n=$((n + 1))
 				local nf
 				nf=$(sed -n 's/^lazystress: .*: \([0-9]*\) faults probed.*/\1/p' "$f")
@@ -498,8 +502,15 @@ t_lazystress() {
 			done
 		done
 	done
-	echo "lazystress: $n runs, $nbad differing, $sp spurious or missed faults, $faults faults probed$CUT"
-	if [ -n "$first" ]; then bad lazystress "$nbad of $n runs failed; first: $first"; else ok lazystress; fi
+	dfr=$(grep -o '"deferred":[0-9]*' "$js" 2>/dev/null | cut -d: -f2 | awk '{s += $1} END {print s + 0}')
+	echo "lazystress: $n runs, $nbad differing, $sp spurious or missed faults, $faults faults probed, $dfr calls deferred in lazy mode$CUT"
+	if [ -n "$first" ]; then
+		bad lazystress "$nbad of $n runs failed; first: $first"
+	elif [ "$dfr" = 0 ]; then
+		bad lazystress "lazy mode deferred no call ($js): the runs raced nothing"
+	else
+		ok lazystress
+	fi
 }
 
 uffd_probe
