@@ -137,7 +137,7 @@ static inline void wleave_quick(void)
  * argument would cost an instruction per call (docs/DESIGN.md, section 3). */
 struct mmf_safe_state {
 	int mdwe;            /* PR_SET_MDWE in force: W+X requests are checked */
-	int rie;             /* READ_IMPLIES_EXEC personality: never skip mprotect */
+	int rie;             /* READ_IMPLIES_EXEC ever set (life.c): never skip mprotect */
 	int tracing;         /* MMFOLD_LOG=3: one line per call */
 	int verify;          /* MMFOLD_VERIFY: skips checked against the kernel */
 	int mlock_seen;      /* some range was ever locked */

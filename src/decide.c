@@ -112,7 +112,14 @@ long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 		if (shape && hint.b && mmf_shape_policy() == MMF_SHAPE_AUTO &&
 		    mmf_shape_cost_default.widen_ns == 0)
 			shape = 0;
-		if (v == MMF_NOOP_PROVEN && op->kind == MMF_K_MLOCK && !mlock_permitted())
+		/* An mlock (not MLOCK_ONFAULT) faults every page of the range in,
+		 * each time: one already locked may have lost pages since
+		 * (MADV_DONTNEED_LOCKED, a truncated or hole-punched file, a
+		 * copy-on-write page shared with a child), and the call brings
+		 * them back, or fails (ENOMEM past a file's end).  Its flags
+		 * are known, its effect is not: never skipped. */
+		if (v == MMF_NOOP_PROVEN && op->kind == MMF_K_MLOCK &&
+		    (w.lock == MMF_LOCK_ON || !mlock_permitted()))
 			v = MMF_NOOP_UNPROVEN;
 		if (v == MMF_NOOP_PROVEN && ss->verify) {
 			mmf_event(MMF_E_VERIFY_CHECKS);

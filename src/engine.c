@@ -67,7 +67,9 @@ long mmf_run(struct mmf_op *op)
 		if (mmf_batch_intercept(op, &r))
 			return r;
 	}
-	if (mmf_barrier_on) {
+	/* under READ_IMPLIES_EXEC an mprotect(PROT_READ) also makes the
+	 * pages executable: the kernel's call, not a write-protection */
+	if (mmf_barrier_on && !__atomic_load_n(&safe_state.rie, __ATOMIC_RELAXED)) {
 		long r;
 		int batch = mmf_batch_depth || __atomic_load_n(&mmf_batch_live, __ATOMIC_RELAXED);
 		if (mmf_barrier_run(op, batch, &r))

@@ -258,25 +258,28 @@ uint64_t align_plan(struct mmf_folio_policy *fp, const struct mmf_op *op)
 }
 
 /* Places the mapping of op at an A-aligned address.  First one call: the
- * next aligned spot below the lowest mapping seen, with MAP_FIXED_NOREPLACE
- * (EEXIST if taken).  Else map A bytes more and trim both ends.  Else the
+ * next aligned spot below the lowest address the kernel chose, as a hint
+ * (not MAP_FIXED_NOREPLACE: the kernel takes a hint only where its own
+ * search could have placed the mapping, outside a MAP_GROWSDOWN area's
+ * guard gap).  Else map A bytes more and trim both ends.  Else the
  * caller's own call, unchanged: alignment never makes a call fail.  The
- * length and every other argument are the caller's. */
+ * length and every other argument are the caller's, and errno is what the
+ * caller's call alone would have left: a failed try does not show. */
 long mmap_aligned(struct mmf_folio_policy *fp, const struct mmf_op *op, struct mmf_tstats *t,
 		  uint64_t A)
 {
 	uint64_t len = ((uint64_t)op->a[1] + page - 1) & ~(uint64_t)(page - 1);
 	struct mmf_op o = *op;
 	uint64_t t0 = mmf_ticks();
+	int err = errno;
 	long r;
 	if (fp->low_water > len + A) {
 		uint64_t guess = (fp->low_water - len) & ~(A - 1);
 		o.a[0] = (long)guess;
-		o.a[3] = op->a[3] | MAP_FIXED_NOREPLACE;
 		r = o.fwd(&o);
-		if ((uint64_t)r == guess)
-			goto aligned;
-		if (!mmf_is_err(r)) /* a kernel that ignores MAP_FIXED_NOREPLACE */
+		if (!mmf_is_err(r) && !((uint64_t)r & (A - 1)))
+			goto aligned; /* the hint, or another aligned spot */
+		if (!mmf_is_err(r))
 			mmf_sys_munmap((void *)r, len);
 	}
 	o.a[0] = 0;
@@ -294,9 +297,11 @@ long mmap_aligned(struct mmf_folio_policy *fp, const struct mmf_op *op, struct m
 		goto aligned;
 	}
 	mmf_event(MMF_E_ALIGN_GAVEUP);
+	errno = err;
 	r = op->fwd(op);
 	goto done;
 aligned:
+	errno = err;
 	mmf_event(MMF_E_ALIGNED);
 	mmf_event_add(MMF_E_ALIGNED_BYTES, len);
 done:
@@ -334,6 +339,7 @@ int mremap_aligned(struct mmf_folio_policy *fp, const struct mmf_op *op, struct 
 		return 0;
 	struct mmf_op o = *op;
 	uint64_t t0 = mmf_ticks();
+	int err = errno; /* a failed try does not show (mmap_aligned) */
 	o.a[3] = 0; /* in place */
 	long r = o.fwd(&o);
 	if (mmf_is_err(r)) {
@@ -353,6 +359,7 @@ int mremap_aligned(struct mmf_folio_policy *fp, const struct mmf_op *op, struct 
 			if (mmf_is_err(r))
 				mmf_sys_munmap((void *)tgt, newlen);
 		}
+		errno = err;
 		if (mmf_is_err(r)) {
 			mmf_event(MMF_E_ALIGN_GAVEUP);
 			r = op->fwd(op);

@@ -258,10 +258,15 @@ void mmf_note_prctl(long option, long arg2, long result)
 		fast_gate();
 }
 
+/* READ_IMPLIES_EXEC is a thread's: threads created while one had it keep
+ * it when that one clears it, and a vfork child's personality() is seen
+ * by the parent's copy of mmfold.  So once set it stays set: mprotect is
+ * never skipped again in this process. */
 void mmf_note_personality(unsigned long persona, long result)
 {
-	if (result != -1 && persona != 0xffffffffUL)
-		__atomic_store_n(&safe_state.rie, (persona & READ_IMPLIES_EXEC) != 0, __ATOMIC_RELAXED);
-	if (result != -1 && persona != 0xffffffffUL && init_state == 2)
+	if (result == -1 || persona == 0xffffffffUL || !(persona & READ_IMPLIES_EXEC))
+		return;
+	__atomic_store_n(&safe_state.rie, 1, __ATOMIC_RELAXED);
+	if (init_state == 2)
 		fast_gate();
 }

@@ -44,6 +44,10 @@ static void learn(uint64_t s, uint64_t e, const struct mmf_upd *u)
 	mmf_map_fill(&map, s, e, &a);
 }
 
+#ifndef MAP_DROPPABLE
+#define MAP_DROPPABLE 0x08 /* a mapping type of Linux 6.11 */
+#endif
+
 static int range_has_nohuge(uint64_t s, uint64_t e);
 
 static void record_mmap(struct mmf_safe_state *ss, const struct mmf_op *op, long r)
@@ -64,8 +68,10 @@ static void record_mmap(struct mmf_safe_state *ss, const struct mmf_op *op, long
 	int anon = (flags & MAP_ANONYMOUS) != 0;
 	struct mmf_attr a = {.prot = MMF_UNKNOWN, .lock = MMF_UNKNOWN, .owned = 0,
 			     .sealed = MMF_UNKNOWN, .pkey = -1, .adv_known = 0, .adv_set = 0};
+	/* MAP_DROPPABLE (6.11) memory starts wipe-on-fork and dont-dump and
+	 * refuses advice that would undo either: not owned, nothing skipped */
 	if (!(flags & (MAP_GROWSDOWN | MAP_HUGETLB)) && !(prot & ~PROT_RWX) && !ss->rie &&
-	    (anon || plain_file(fd))) {
+	    (flags & MAP_TYPE) != MAP_DROPPABLE && (anon || plain_file(fd))) {
 		a.owned = 1;
 		a.prot = (uint8_t)prot;
 		a.sealed = 0;
@@ -109,7 +115,9 @@ static void record_mmap(struct mmf_safe_state *ss, const struct mmf_op *op, long
 			watch = d == MMF_THP_LATER;
 		}
 	}
-	if (!(flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) &&
+	/* the lowest address the kernel's own search gave: a caller's hint
+	 * may lie anywhere (below it, the room a brk heap grows into) */
+	if (!(flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) && (op->a[0] == 0 || s != (uint64_t)op->a[0]) &&
 	    (!folio_policy.low_water || s < folio_policy.low_water))
 		folio_policy.low_water = s;
 	mmf_map_set(&map, s, e, &a);

@@ -2,6 +2,8 @@
  * count what mmfold did (tests/unit/check_preload.c).
  *   scenario noop N      N redundant mprotects on a fresh mapping, plus two
  *                        real changes and redundant mlock/munlock/madvise
+ *                        (a repeated mlock is forwarded; a repeated
+ *                        mlock2(MLOCK_ONFAULT) is the one skipped)
  *   scenario heap        redundant mprotect on memory mmfold did not map
  *   scenario fork K      3 redundant calls, fork, K in the child
  *   scenario raw         an invisible (inline) mprotect, then the call that
@@ -65,9 +67,12 @@ int main(int argc, char **argv)
 		must(mprotect(p, PG, PROT_READ), "mprotect ro");
 		must(mprotect(p, PG, PROT_READ | PROT_WRITE), "mprotect rw");
 		must(mlock(p, 2 * PG), "mlock");
-		must(mlock(p, 2 * PG), "mlock again");
+		must(mlock(p, 2 * PG), "mlock again"); /* forwarded: it faults pages in */
 		must(munlock(p, 2 * PG), "munlock");
 		must(munlock(p, 2 * PG), "munlock again");
+		must(mlock2(p, 2 * PG, MLOCK_ONFAULT), "mlock2 onfault");
+		must(mlock2(p, 2 * PG, MLOCK_ONFAULT), "mlock2 onfault again");
+		must(munlock(p, 2 * PG), "munlock onfault");
 		must(madvise(p, 16 * PG, MADV_DONTDUMP), "madvise");
 		must(madvise(p, 16 * PG, MADV_DONTDUMP), "madvise again");
 		p[0] = 1;

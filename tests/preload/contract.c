@@ -1,0 +1,286 @@
+/* contract — calls whose effect mmfold's records do not describe, each
+ * printed so that the output must be the same with and without mmfold in
+ * every mode (run.sh's differential):
+ *   mlock: a repeated mlock faults the range in again (after
+ *     MADV_DONTNEED_LOCKED, after a shared file shrank and grew, after a
+ *     fork shared the pages copy-on-write) or fails past a file's end;
+ *   rie: READ_IMPLIES_EXEC is a thread's (a thread keeps it when the thread
+ *     that set it clears it; a vfork child's personality() is the parent's
+ *     copy of mmfold's state);
+ *   droppable: MAP_DROPPABLE memory starts wipe-on-fork and dont-dump and
+ *     refuses advice that undoes them (Linux 6.11; older kernels refuse the
+ *     mapping type, the same with and without mmfold);
+ *   errno: a successful mmap or mremap leaves errno as it was, whatever
+ *     tries a placement policy made first;
+ *   gap: a reservation placed next to a MAP_GROWSDOWN area keeps out of
+ *     its guard gap, so the area still grows. */
+#include "common.h"
+
+#include <pthread.h>
+#include <sys/personality.h>
+#include <sys/wait.h>
+
+#ifndef MAP_DROPPABLE
+#define MAP_DROPPABLE 0x08
+#endif
+#ifndef MADV_KEEPONFORK
+#define MADV_KEEPONFORK 19
+#endif
+
+static char *arena;
+
+static void say(const char *what, long r)
+{
+	printf("%-44s = %ld%s%s\n", what, r, r < 0 ? " " : "", r < 0 ? ename(errno) : "");
+	fflush(stdout);
+}
+
+/* The smaps fields of [a, a + len) that the cases compare, and residency. */
+static void show(const char *tag, const char *a, size_t len)
+{
+	size_t blen;
+	char *buf = read_file("/proc/self/smaps", &blen);
+	uintptr_t s = (uintptr_t)a, e = s + len;
+	int in = 0;
+	printf("-- %s\n", tag);
+	for (char *l = strtok(buf, "\n"); l; l = strtok(NULL, "\n")) {
+		uintptr_t vs, ve;
+		char perm[8];
+		if (sscanf(l, "%lx-%lx %7s", &vs, &ve, perm) == 3) {
+			in = vs < e && ve > s;
+			if (in)
+				printf("  [%+ld,%+ld) %s\n", (long)(vs - s) / (long)PG,
+				       (long)(ve - s) / (long)PG, perm);
+		} else if (in && (!strncmp(l, "Rss:", 4) || !strncmp(l, "Locked:", 7) ||
+				  !strncmp(l, "Shared_Dirty:", 13) || !strncmp(l, "Private_Dirty:", 14))) {
+			printf("    %s\n", l);
+		} else if (in && !strncmp(l, "VmFlags:", 8)) {
+			/* the flags this test is about */
+			static const char *const keep[] = {"ex", "lo", "dc", "dd", "wf", NULL};
+			printf("    flags:");
+			for (int i = 0; keep[i]; i++) {
+				char k[8];
+				snprintf(k, sizeof k, " %s", keep[i]);
+				if (strstr(l + 8, k))
+					printf("%s", k);
+			}
+			printf("\n");
+		}
+	}
+	free(buf);
+	unsigned char v[64];
+	size_t n = len / PG > sizeof v ? sizeof v : len / PG;
+	if (mincore((void *)a, n * PG, v) == 0) {
+		printf("  mincore ");
+		for (size_t i = 0; i < n; i++)
+			putchar('0' + (v[i] & 1));
+		putchar('\n');
+	}
+	fflush(stdout);
+}
+
+static char *at(size_t page, size_t n, int prot, int flags, int fd)
+{
+	char *p = mmap(arena + page * PG, n * PG, prot, flags | MAP_FIXED, fd, 0);
+	if (p == MAP_FAILED) {
+		printf("mmap at page %zu: %s\n", page, ename(errno));
+		exit(3);
+	}
+	return p;
+}
+
+static int tmpfile_of(size_t len)
+{
+	int fd = memfd_create("contract", 0);
+	if (fd < 0 || ftruncate(fd, (off_t)len) != 0) {
+		printf("memfd: %s\n", ename(errno));
+		exit(3);
+	}
+	return fd;
+}
+
+static void case_mlock(void)
+{
+	printf("== mlock\n");
+	char *a = at(0, 4, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1);
+	memset(a, 1, 4 * PG);
+	say("mlock", mlock(a, 4 * PG));
+	say("madvise(DONTNEED_LOCKED)", madvise(a, 4 * PG, MADV_DONTNEED_LOCKED));
+	say("mlock again", mlock(a, 4 * PG));
+	show("anonymous, locked again", a, 4 * PG);
+
+	int fd = tmpfile_of(4 * PG);
+	char *f = at(8, 4, PROT_READ | PROT_WRITE, MAP_SHARED, fd);
+	memset(f, 2, 4 * PG);
+	say("mlock shared", mlock(f, 4 * PG));
+	say("ftruncate 0, then 4 pages", ftruncate(fd, 0) | ftruncate(fd, (off_t)(4 * PG)));
+	say("mlock shared again", mlock(f, 4 * PG));
+	show("shared, locked again", f, 4 * PG);
+	say("ftruncate 1 page", ftruncate(fd, (off_t)PG));
+	say("mlock past the end", mlock(f, 4 * PG));
+	say("mlock2 ONFAULT past the end", mlock2(f, 4 * PG, MLOCK_ONFAULT));
+	say("ftruncate 4 pages", ftruncate(fd, (off_t)(4 * PG)));
+	say("mlock whole", mlock(f, 4 * PG));
+	say("munlock", munlock(f, 4 * PG));
+	close(fd);
+
+	/* a child shares the pages copy-on-write: mlock breaks the sharing */
+	char *c = at(16, 4, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1);
+	memset(c, 3, 4 * PG);
+	say("mlock private", mlock(c, 4 * PG));
+	int pp[2];
+	if (pipe(pp) != 0)
+		exit(3);
+	pid_t p = fork();
+	if (p == 0) {
+		char x;
+		if (read(pp[0], &x, 1) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	say("mlock private again, child alive", mlock(c, 4 * PG));
+	show("private after fork, locked again", c, 4 * PG);
+	if (write(pp[1], "x", 1) != 1)
+		exit(3);
+	waitpid(p, NULL, 0);
+	say("munlock private", munlock(c, 4 * PG));
+	say("munlock anonymous", munlock(a, 4 * PG));
+}
+
+static pthread_barrier_t rie_b;
+
+static void *rie_thread(void *x)
+{
+	char *a = x;
+	pthread_barrier_wait(&rie_b); /* the main thread cleared its own */
+	printf("thread has READ_IMPLIES_EXEC: %d\n",
+	       !!(personality(0xffffffff) & READ_IMPLIES_EXEC));
+	say("thread: mprotect(R) of a read-only page", mprotect(a, PG, PROT_READ));
+	show("the thread's page", a, PG);
+	return NULL;
+}
+
+static void case_rie(void)
+{
+	printf("== rie\n");
+	int old = personality(0xffffffff);
+	char *a = at(24, 1, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1);
+	char *b = at(26, 1, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1);
+	say("mprotect(R) (a no-op)", mprotect(a, PG, PROT_READ));
+	pthread_barrier_init(&rie_b, NULL, 2);
+	say("personality(+READ_IMPLIES_EXEC)", personality(old | READ_IMPLIES_EXEC) == old ? 0 : -1);
+	pthread_t t;
+	pthread_create(&t, NULL, rie_thread, a);
+	say("personality(old)", personality(old) == (old | READ_IMPLIES_EXEC) ? 0 : -1);
+	pthread_barrier_wait(&rie_b);
+	pthread_join(t, NULL);
+
+	/* a vfork child clears it in the parent's copy of mmfold */
+	say("personality(+READ_IMPLIES_EXEC)", personality(old | READ_IMPLIES_EXEC) == old ? 0 : -1);
+	pid_t p = vfork();
+	if (p == 0) {
+		personality(old);
+		_exit(0);
+	}
+	waitpid(p, NULL, 0);
+	say("mprotect(R) after a vfork child cleared it", mprotect(b, PG, PROT_READ));
+	show("the parent's page", b, PG);
+	personality(old);
+}
+
+static void case_droppable(void)
+{
+	printf("== droppable\n");
+	char *d = mmap(arena + 32 * PG, 2 * PG, PROT_READ | PROT_WRITE,
+		       MAP_DROPPABLE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	if (d == MAP_FAILED) {
+		printf("MAP_DROPPABLE refused: %s\n", ename(errno));
+		return;
+	}
+	show("droppable", d, 2 * PG);
+	say("madvise(KEEPONFORK)", madvise(d, 2 * PG, MADV_KEEPONFORK));
+	say("madvise(DODUMP)", madvise(d, 2 * PG, MADV_DODUMP));
+	say("madvise(WIPEONFORK)", madvise(d, 2 * PG, MADV_WIPEONFORK));
+	say("madvise(DONTDUMP)", madvise(d, 2 * PG, MADV_DONTDUMP));
+	show("droppable after", d, 2 * PG);
+}
+
+static void case_errno(void)
+{
+	printf("== errno\n");
+	/* reservations large enough to be aligned, between mappings glibc's
+	 * malloc makes itself (unseen by an interposer) */
+	for (int i = 0; i < 4; i++) {
+		errno = 0;
+		void *r = mmap(NULL, 2 << 20, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		printf("reservation %d: %s, errno %s\n", i, r == MAP_FAILED ? "failed" : "ok",
+		       errno ? ename(errno) : "0");
+		void *m = malloc(8 << 20);
+		printf("malloc %d: %s\n", i, m ? "ok" : "failed");
+		errno = 0;
+		char *g = r == MAP_FAILED ? MAP_FAILED : mremap(r, 2 << 20, 4 << 20, MREMAP_MAYMOVE);
+		printf("mremap %d: %s, errno %s\n", i, g == MAP_FAILED ? "failed" : "ok",
+		       errno ? ename(errno) : "0");
+	}
+}
+
+static volatile sig_atomic_t faulted;
+static sigjmp_buf jb;
+static void on_fault(int sig)
+{
+	(void)sig;
+	faulted = 1;
+	siglongjmp(jb, 1);
+}
+
+static void case_gap(void)
+{
+	printf("== gap\n");
+	/* a growsdown area where the kernel's own search would not reach
+	 * (a hint in free space), then a reservation with no address */
+	char *hint = (char *)0x100000000000UL;
+	char *g = mmap(hint, 4 * PG, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_GROWSDOWN, -1, 0);
+	printf("growsdown area at its hint: %d\n", g == hint);
+	if (g == MAP_FAILED)
+		return;
+	char *r = mmap(NULL, 2 << 20, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	printf("reservation %s; in the area's guard gap: %s\n", r == MAP_FAILED ? "failed" : "ok",
+	       r != MAP_FAILED && r + (2 << 20) <= g && g - (r + (2 << 20)) < (1 << 20) ? "yes" : "no");
+	struct sigaction sa = {.sa_handler = on_fault}, o1, o2;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_NODEFER;
+	sigaction(SIGSEGV, &sa, &o1);
+	sigaction(SIGBUS, &sa, &o2);
+	int grown = 0;
+	for (int i = 1; i <= 64; i++) {
+		faulted = 0;
+		if (sigsetjmp(jb, 1) == 0)
+			((volatile char *)g)[-(long)(i * PG)] = 1;
+		if (faulted)
+			break;
+		grown = i;
+	}
+	sigaction(SIGSEGV, &o1, NULL);
+	sigaction(SIGBUS, &o2, NULL);
+	printf("the area grew by %d of 64 pages\n", grown);
+}
+
+int main(int argc, char **argv)
+{
+	watchdog(60);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	arena = (char *)reserve_arena(40);
+	const char *only = argc > 1 ? argv[1] : NULL;
+	if (!only || !strcmp(only, "mlock"))
+		case_mlock();
+	if (!only || !strcmp(only, "rie"))
+		case_rie();
+	if (!only || !strcmp(only, "droppable"))
+		case_droppable();
+	if (!only || !strcmp(only, "errno"))
+		case_errno();
+	if (!only || !strcmp(only, "gap"))
+		case_gap();
+	return 0;
+}
