@@ -39,7 +39,7 @@
 # log shown, 60).  Prints PASS/FAIL lines, "# ..." notes, then the sentinel
 # "MMFOLD-ARM64-RESULT: N passed, M failed" that the host script reads.
 set -u
-SUITES="map map_fill lazy config verify thp preload:behaviour preload:folio preload:batch preload:lazy
+SUITES="map map_fill dispatch batch shape stats lazy config verify thp preload:behaviour preload:folio preload:batch preload:lazy
 	preload:shape preload:profile sigchain sigchain_preload wx"
 # (after the suites: two thirds of the VM's time; the walk first, the
 # differential that covers the most)

@@ -619,11 +619,13 @@ START_TEST(lazy_counts)
 	ck_assert_int_eq(bh_jfield(r.err, "madvise", "forwarded"), 1);
 	char *fb[] = {prog("lazy"), (char *)"forkadv", (char *)"100", (char *)"0", NULL};
 	run(&r, 1, env, fb);
+	ck_assert_int_eq(r.status, 0);
 	ck_assert_str_eq(r.out, "child sees w\nforkadv ok\n");
 	ck_assert_int_eq(bh_jfield(r.err, "madvise", "forwarded"), 0);
 	/* the same loops in safe mode make every call */
 	const char *safe[] = {"MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
 	run(&r, 1, safe, loop);
+	ck_assert_int_eq(r.status, 0);
 	ck_assert_int_eq(bh_jfield(r.err, "mprotect", "forwarded"), 80);
 }
 END_TEST
@@ -642,6 +644,7 @@ START_TEST(lazy_refused)
 	ck_assert_str_eq(r.out, "first -1 ENOMEM probe r\nsecond -1 ENOMEM probe r\n");
 	const char *safe[] = {"MMFOLD_STATS=1", "MMFOLD_STATS_FORMAT=json", NULL};
 	run(&r, 1, safe, argv);
+	ck_assert_int_eq(r.status, 0);
 	ck_assert_str_eq(r.out, "first -1 ENOMEM probe r\nsecond -1 ENOMEM probe r\n");
 	const char *env[] = {"MMFOLD_MODE=lazy", "MMFOLD_LOG=1", "MMFOLD_STATS=1",
 			     "MMFOLD_STATS_FORMAT=json", NULL};
@@ -654,6 +657,7 @@ START_TEST(lazy_refused)
 		      "no log line for the refused promotion:\n%s", r.err);
 	const char *quiet[] = {"MMFOLD_MODE=lazy", NULL};
 	run(&r, 1, quiet, argv);
+	ck_assert_int_eq(r.status, 0);
 	ck_assert_str_eq(r.err, "");
 }
 END_TEST
@@ -815,6 +819,9 @@ END_TEST
 START_TEST(script_pastmap) { run_script("pastmap"); }
 END_TEST
 START_TEST(script_errno) { run_script("errno_matrix"); }
+END_TEST
+/* MMFOLD_STATS=1 changes no output, and the report says what safe mode did */
+START_TEST(script_walk_stats) { run_script("walk-stats"); }
 END_TEST
 /* calls whose effect the records do not describe (contract.c): a repeated
  * mlock, READ_IMPLIES_EXEC in a thread and a vfork child, MAP_DROPPABLE,
@@ -1225,6 +1232,7 @@ Suite *preload_suite(void)
 	tcase_add_test(d, script_walk_bypass);
 	tcase_add_test(d, script_pastmap);
 	tcase_add_test(d, script_errno);
+	tcase_add_test(d, script_walk_stats);
 	tcase_add_test(d, script_contract);
 	tcase_add_test(d, script_barrier);
 	tcase_add_test(d, script_uffd);
