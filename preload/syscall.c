@@ -77,6 +77,8 @@ MMF_EXPORT long syscall(long nr, ...)
 			mmf_note_prctl(a[0], a[1], r);
 		else if (nr == SYS_personality)
 			mmf_note_personality((unsigned long)a[0], r);
+		else if (nr == SYS_seccomp)
+			mmf_note_seccomp(a[0], r);
 		else if (nr == SYS_rt_sigaction && r == 0)
 			mmf_rt_sigaction_after(a[0], a[1], was);
 		return r;

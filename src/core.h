@@ -138,11 +138,21 @@ static inline void wleave_quick(void)
 struct mmf_safe_state {
 	int mdwe;            /* PR_SET_MDWE in force: W+X requests are checked */
 	int rie;             /* READ_IMPLIES_EXEC ever set (life.c): never skip mprotect */
-	int tracing;         /* MMFOLD_LOG=3: one line per call */
-	int verify;          /* MMFOLD_VERIFY: skips checked against the kernel */
 	int mlock_seen;      /* some range was ever locked */
+	uint8_t tracing;     /* MMFOLD_LOG=3: one line per call */
+	uint8_t verify;      /* MMFOLD_VERIFY: skips checked against the kernel */
 	uint8_t future_lock; /* mlockall(MCL_FUTURE) state (MMF_LOCK_*) */
+	/* A seccomp filter may be in force (MMF_FILTERED) and, below it, the
+	 * calls the kernel accepted since it was installed (question.c) */
+	uint64_t filter_ok;
 };
+#define MMF_FILTERED (1ull << 63)
+/* Under a seccomp filter (question.c): may op be skipped, and the kernel
+ * accepted op (1 when that allows skips of a protection the fast path
+ * answers, which it must then be told: fast_gate). */
+int mmf_filter_allows(const struct mmf_op *op);
+int mmf_filter_accepted(const struct mmf_op *op);
+void mmf_filter_installed(void);
 extern struct mmf_safe_state safe_state;
 int span(uint64_t addr, uint64_t len, uint64_t *s, uint64_t *e);
 void touched(const struct mmf_op *op, uint64_t *s, uint64_t *e);

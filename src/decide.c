@@ -86,7 +86,7 @@ long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 	/* W^X (wx.c): a flip of a range relaxed to RWX is answered here;
 	 * any other mprotect on it is forwarded without the skip question. */
 	int wx = k == MMF_K_MPROTECT && mode >= MMF_MODE_SAFE ? mmf_wx_pre(op) : MMF_WX_NONE;
-	if (wx == MMF_WX_TRY_SKIP) {
+	if (wx == MMF_WX_TRY_SKIP && mmf_filter_allows(op)) {
 		wenter();
 		int skip = mmf_wx_skip(op);
 		wleave();
@@ -120,6 +120,10 @@ long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 		 * are known, its effect is not: never skipped. */
 		if (v == MMF_NOOP_PROVEN && op->kind == MMF_K_MLOCK &&
 		    (w.lock == MMF_LOCK_ON || !mlock_permitted()))
+			v = MMF_NOOP_UNPROVEN;
+		/* a seccomp filter may refuse it: not before the kernel took
+		 * one like it (question.c) */
+		if (v == MMF_NOOP_PROVEN && !mmf_filter_allows(op))
 			v = MMF_NOOP_UNPROVEN;
 		if (v == MMF_NOOP_PROVEN && ss->verify) {
 			mmf_event(MMF_E_VERIFY_CHECKS);
@@ -191,6 +195,8 @@ long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 		mmf_wx_after(op, r);
 	mmf_thp_tick(PLD(folio_policy.thp_disabled));
 	wleave();
+	if (r == 0 && __builtin_expect(PLD(ss->filter_ok) != 0, 0) && mmf_filter_accepted(op))
+		__atomic_fetch_or(&mmf_fast.f.off, MMF_FAST_REFRESH, __ATOMIC_RELEASE);
 	/* the record that holds the range, updated in place or split off or
 	 * merged in its block (record() moved the hint to the new sequence),
 	 * and no writer since: the next call on it may take the fast path */

@@ -37,6 +37,8 @@ long mmf_run(struct mmf_op *op)
 		if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2)
 			return op->fwd(op); /* another thread is initialising */
 	}
+	if (__atomic_load_n(&mmf_fast.f.off, __ATOMIC_RELAXED) & MMF_FAST_REFRESH)
+		fast_gate(); /* a protection a seccomp filter let through (decide.c) */
 	if (__builtin_expect(mmf_prof_on, 0) && !(op->flags & MMF_OPF_PROFILED))
 		return mmf_profile_run(op, mmf_run); /* runs op through here again */
 	t = mmf_stats_self();

@@ -79,6 +79,8 @@ static inline int mmf_is_err(long r) { return (unsigned long)r > -4096UL; }
 /* Notes of calls that change what skips may assume. */
 void mmf_note_prctl(long option, long arg2, long result);
 void mmf_note_personality(unsigned long persona, long result);
+/* syscall(SYS_seccomp, operation, ...) returned result. */
+void mmf_note_seccomp(long operation, long result);
 
 /* Start-up: early init reads the environment and sets up the map; it uses
  * no libc function that may allocate and runs on the first intercepted

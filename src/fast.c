@@ -28,7 +28,7 @@ static uint64_t word(const struct mmf_attr *a)
 }
 
 void mmf_fast_set(unsigned off, int mdwe, int wx_relax, size_t page, const uint32_t *seq,
-		  int lazy)
+		  int lazy, unsigned skip_prots)
 {
 	__atomic_store_n(&mmf_fast_lazy, lazy != 0, __ATOMIC_RELEASE);
 	/* changed in place: owned, unsealed, the protection known; in relax
@@ -53,10 +53,14 @@ void mmf_fast_set(unsigned off, int mdwe, int wx_relax, size_t page, const uint3
 			w.owned = 0xff; /* no record is owned 0xff */
 		else
 			chg |= 1u << p;
+		if (!((skip_prots >> p) & 1))
+			w.owned = 0xff;
 		mmf_fast_want[p] = word(&w) & mmf_fast_mask;
 	}
-	/* shaping closes the forward path: no protection changes in place */
-	__atomic_store_n(&mmf_fast_chg_prots, fwd_off ? 0 : chg, __ATOMIC_RELAXED);
+	/* shaping closes the forward path: no protection changes in place;
+	 * nor does a protection that may not be skipped (a seccomp filter has
+	 * not let one through yet): the general path learns it (question.c) */
+	__atomic_store_n(&mmf_fast_chg_prots, fwd_off ? 0 : chg & skip_prots, __ATOMIC_RELAXED);
 	mmf_fast_pgmask = page - 1;
 	if (seq)
 		mmf_fast_seq = seq;

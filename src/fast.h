@@ -37,6 +37,9 @@ enum {
 	MMF_FAST_RIE = 32,    /* READ_IMPLIES_EXEC: mprotect is never skipped */
 	MMF_FAST_SHAPE = 64,  /* range shaping may change a one-record call */
 	MMF_FAST_BARRIER = 128, /* MMFOLD_BARRIER=uffd: mprotect may be a barrier */
+	MMF_FAST_REFRESH = 256, /* the tables are behind (a seccomp filter let a
+				   protection through, question.c): the general
+				   path sets them again (engine.c) */
 };
 /* Lazy mode is on (engine.c's lazy_on, copied once it is set): the one
  * test the buffer-taking wrappers of preload/io.c make, inline. */
@@ -55,7 +58,9 @@ extern union mmf_fast_gate mmf_fast;
 
 /* The attribute bits a skip compares, and for each protection 0-7 the
  * value they must have (owned, unsealed, that protection; a value no
- * record has for protections the fast path does not answer). */
+ * record has for protections the fast path does not answer or may not
+ * skip, which mmf_fast_chg_prots then leaves out too: a request for one
+ * takes the general path). */
 extern uint64_t mmf_fast_mask;
 extern uint64_t mmf_fast_want[8];
 extern uint64_t mmf_fast_pgmask;
@@ -114,9 +119,11 @@ static inline struct mmf_fast_tls *mmf_fast_self(void)
 
 /* Sets the gate and the tables.  off: MMF_FAST_* bits; mdwe: W+X requests
  * are checked by the kernel (PR_SET_MDWE); wx_relax: MMFOLD_WX=relax, whose
- * flipping areas are answered by wx.c. */
+ * flipping areas are answered by wx.c; skip_prots: bit p, a request for
+ * protection p may be skipped (under a seccomp filter, those the kernel
+ * accepted: question.c). */
 void mmf_fast_set(unsigned off, int mdwe, int wx_relax, size_t page, const uint32_t *seq,
-		  int lazy);
+		  int lazy, unsigned skip_prots);
 
 #define MMF_FAST_FENCE() __atomic_signal_fence(__ATOMIC_SEQ_CST)
 

@@ -332,6 +332,10 @@ int lazy_run(struct mmf_op *op, struct mmf_tstats *t, long *res)
 	if (!(k == MMF_K_MPROTECT || k == MMF_K_MUNLOCK || k == MMF_K_MLOCK || forkadv) ||
 	    !question(op, &s, &e, &w))
 		return 0;
+	/* under a seccomp filter, the first call of its kind is made now
+	 * (question.c): what lazy mode cancels is answered without it */
+	if (!mmf_filter_allows(op))
+		return 0;
 	if (k == MMF_K_MPROTECT && (op->flags || (w.prot & PROT_EXEC)))
 		return 0; /* keys; code: a deferred PROT_EXEC would fault on every
 			     fetch into the chain, and JITs run what they flip */

@@ -3,7 +3,10 @@
  * docs/DESIGN.md. */
 #include "core.h"
 
+#include <fcntl.h>
+#include <linux/seccomp.h>
 #include <sched.h>
+#include <string.h>
 
 #include <sys/prctl.h>
 #include <sys/personality.h>
@@ -24,6 +27,27 @@ static int fini_done;
 /* ---- start-up ----------------------------------------------------------- */
 
 extern char **environ;
+
+/* A seccomp filter is in force ("Seccomp:\t2" in /proc/self/status: one
+ * inherited from a service manager or a container runtime). */
+static int seccomp_filtered(void)
+{
+	char buf[2048]; /* the line is at about byte 900 */
+	long fd = mmf_sys_open("/proc/self/status", O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return 0;
+	long n = mmf_sys_read((int)fd, buf, sizeof buf - 1);
+	mmf_sys_close((int)fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	const char *p = strstr(buf, "\nSeccomp:");
+	if (!p)
+		return 0;
+	for (p += 9; *p == ' ' || *p == '\t'; p++)
+		;
+	return *p == '2';
+}
 
 void mmf_early_init(void)
 {
@@ -52,6 +76,8 @@ void mmf_early_init(void)
 	ss->rie = pers >= 0 && (pers & READ_IMPLIES_EXEC);
 	long md = mmf_sys6(SYS_prctl, PR_GET_MDWE, 0, 0, 0, 0, 0);
 	ss->mdwe = md > 0;
+	if (seccomp_filtered())
+		mmf_filter_installed();
 	if (mode >= MMF_MODE_SAFE &&
 	    (cfg.v[MMF_OPT_THP] != MMF_THP_OFF || cfg.v[MMF_OPT_ALIGN] != MMF_ALIGN_OFF ||
 	     cfg.v[MMF_OPT_SHAPE] != MMF_SHAPE_OFF)) {
@@ -233,8 +259,10 @@ void fast_gate(void)
 		       (mmf_shape_policy() != MMF_SHAPE_AUTO || mmf_shape_cost_default.widen_ns ?
 			MMF_FAST_SHAPE : 0) |
 		       (__atomic_load_n(&mmf_barrier_on, __ATOMIC_RELAXED) ? MMF_FAST_BARRIER : 0);
+	uint64_t fok = __atomic_load_n(&safe_state.filter_ok, __ATOMIC_ACQUIRE);
 	mmf_fast_set(off, PLD(safe_state.mdwe), cfg.v[MMF_OPT_WX] == MMF_WX_RELAX, page,
-		     mode == MMF_MODE_OFF ? NULL : &map.seq, PLD(lazy_state.on));
+		     mode == MMF_MODE_OFF ? NULL : &map.seq, PLD(lazy_state.on),
+		     (fok & MMF_FILTERED) ? (unsigned)(fok & 0xff) : 0xffu);
 	/* wlock.c: what a call bypassing the map would leave out */
 	int bypass = __atomic_load_n(&init_state, __ATOMIC_ACQUIRE) == 2 &&
 		     (mode == MMF_MODE_SAFE || mode == MMF_MODE_OBSERVE) && !PLD(lazy_state.on) &&
@@ -250,11 +278,24 @@ void fast_gate(void)
 /* Process-wide settings another call changed (preload/misc.c). */
 void mmf_note_prctl(long option, long arg2, long result)
 {
+	if (option == PR_SET_SECCOMP && arg2 == SECCOMP_MODE_FILTER && result == 0)
+		mmf_note_seccomp(SECCOMP_SET_MODE_FILTER, 0);
 	if (option == PR_SET_MDWE && result == 0)
 		__atomic_store_n(&safe_state.mdwe, 1, __ATOMIC_RELAXED);
 	if (option == PR_SET_THP_DISABLE && result == 0)
 		__atomic_store_n(&folio_policy.thp_disabled, arg2 != 0, __ATOMIC_RELAXED);
 	if (option == PR_SET_MDWE && result == 0 && init_state == 2)
+		fast_gate();
+}
+
+/* A seccomp filter installed (syscall(SYS_seccomp), prctl): skips wait for
+ * the kernel to accept each kind of call again (question.c). */
+void mmf_note_seccomp(long operation, long result)
+{
+	if (operation != SECCOMP_SET_MODE_FILTER || result < 0)
+		return;
+	mmf_filter_installed();
+	if (init_state == 2)
 		fast_gate();
 }
 

@@ -57,6 +57,58 @@ int mlock_permitted(void)
 	return (d[CAP_IPC_LOCK / 32].effective >> (CAP_IPC_LOCK % 32)) & 1;
 }
 
+/* ---- seccomp filters ---------------------------------------------------- */
+
+/* A seccomp filter can refuse a call by its arguments (systemd's
+ * MemoryDenyWriteExecute= refuses mprotect with PROT_EXEC), and would
+ * refuse a repeated call that changes nothing too.  While one may be in
+ * force (inherited: /proc/self/status says so at start; installed later
+ * through prctl or syscall(SYS_seccomp)), a call is skipped only when the
+ * kernel has accepted one of the same system call with the same arguments
+ * besides the range (the protection, the advice, the lock flags) since
+ * the last filter was installed: the first of each is forwarded.  Bits of
+ * safe_state.filter_ok: 0-7 mprotect's protections, 8-15 pkey_mprotect's,
+ * 16-25 the flag advices (MADV_DONTFORK 10 to MADV_KEEPONFORK 19),
+ * 26 munlock, 27 mlock2(MLOCK_ONFAULT); the other calls are never skipped
+ * or never reach this question. */
+static int filter_bit(const struct mmf_op *op)
+{
+	long a = op->a[2];
+	switch (op->kind) {
+	case MMF_K_MPROTECT:
+		return a >= 0 && a <= 7 ? (int)a + ((op->flags & MMF_OPF_PKEY) ? 8 : 0) : -1;
+	case MMF_K_MADVISE:
+		return a >= MADV_DONTFORK && a <= 19 ? 16 + (int)(a - MADV_DONTFORK) : -1;
+	case MMF_K_MUNLOCK:
+		return 26;
+	case MMF_K_MLOCK:
+		return (op->flags & MMF_OPF_MLOCK2) && a == MLOCK_ONFAULT ? 27 : -1;
+	default:
+		return -1;
+	}
+}
+
+int mmf_filter_allows(const struct mmf_op *op)
+{
+	uint64_t ok = __atomic_load_n(&safe_state.filter_ok, __ATOMIC_ACQUIRE);
+	int b = filter_bit(op);
+	return !(ok & MMF_FILTERED) || (b >= 0 && ((ok >> b) & 1));
+}
+
+int mmf_filter_accepted(const struct mmf_op *op)
+{
+	int b = filter_bit(op);
+	if (b < 0 || !(__atomic_load_n(&safe_state.filter_ok, __ATOMIC_ACQUIRE) & MMF_FILTERED))
+		return 0;
+	uint64_t was = __atomic_fetch_or(&safe_state.filter_ok, 1ull << b, __ATOMIC_ACQ_REL);
+	return b < 8 && !((was >> b) & 1);
+}
+
+void mmf_filter_installed(void)
+{
+	__atomic_store_n(&safe_state.filter_ok, MMF_FILTERED, __ATOMIC_RELEASE);
+}
+
 /* The skip question for op, or 0 when the call must be forwarded anyway. */
 int question(const struct mmf_op *op, uint64_t *s, uint64_t *e, struct mmf_want *w)
 {

@@ -36,7 +36,7 @@ set -euo pipefail
 N=${INSTR_CALLS:-20000}
 read -r -a XENV <<<"${INSTR_ENV:-}"
 WORKLOADS=("$@")
-((${#WORKLOADS[@]})) || WORKLOADS=(skip forward toggle wx write read open sigaction sigmask pread)
+((${#WORKLOADS[@]})) || WORKLOADS=(skip skipsec forward toggle wx write read open sigaction sigmask pread)
 
 BIN=$BUILD/instr
 $CC -std=gnu11 -O2 -g -o "$BIN" "$ROOT/tools/bench/instr.c" -pthread
@@ -112,7 +112,7 @@ took_path() {
 		{ echo "the run failed"; return; }
 	[ -s "$js" ] || { echo "no report from the library ($js)"; return; }
 	case $w in
-	skip) k=skipped ;;
+	skip | skipsec) k=skipped ;;
 	forward | toggle) k=forwarded ;;
 	*) return ;;
 	esac
@@ -122,7 +122,7 @@ took_path() {
 
 limit_of() { # workload -> "added" limit, or "total:N" for the skip
 	case $1 in
-	skip) echo 60 ;;
+	skip | skipsec) echo 60 ;;
 	forward) echo 100 ;;
 	write | read | sigaction | sigmask | pread) echo 10 ;;
 	open) echo 20 ;; # two interposed calls per iteration: open and close

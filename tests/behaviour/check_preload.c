@@ -631,7 +631,8 @@ START_TEST(lazy_counts)
 END_TEST
 
 /* A promotion the kernel refuses only when it is finally made (injected:
- * a seccomp filter fails every mprotect(RW) with ENOMEM): safe mode gives
+ * a seccomp filter fails every mprotect(RW) with ENOMEM but one at an
+ * address of its own, made first): safe mode gives
  * the kernel's answers; lazy mode has told the program 0, so the write
  * faults (the kernel's verdict), the refusal is counted and logged, and
  * the next promotion is made at once and gets the kernel's ENOMEM. */

@@ -13,10 +13,20 @@
  *   errno: a successful mmap or mremap leaves errno as it was, whatever
  *     tries a placement policy made first;
  *   gap: a reservation placed next to a MAP_GROWSDOWN area keeps out of
- *     its guard gap, so the area still grows. */
+ *     its guard gap, so the area still grows;
+ *   seccomp: under a filter that refuses mprotect with PROT_EXEC and
+ *     madvise(MADV_DODUMP) with EPERM, repeated calls that would change
+ *     nothing still get EPERM, and the others still succeed: the filter
+ *     installed with syscall(SYS_seccomp), with prctl, and inherited
+ *     through execve (mmfold starts under it). */
 #include "common.h"
 
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <pthread.h>
+#include <stddef.h>
+#include <sys/prctl.h>
 #include <sys/personality.h>
 #include <sys/wait.h>
 
@@ -266,6 +276,87 @@ static void case_gap(void)
 	printf("the area grew by %d of 64 pages\n", grown);
 }
 
+#if defined(__x86_64__)
+#define THIS_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define THIS_ARCH AUDIT_ARCH_AARCH64
+#endif
+
+/* mprotect and pkey_mprotect with PROT_EXEC, and madvise(MADV_DODUMP):
+ * EPERM (args[2]'s low word, little-endian) */
+static int install_filter(int how)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, THIS_ARCH, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mprotect, 2, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_pkey_mprotect, 1, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_madvise, 3, 6),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[2])),
+		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, PROT_EXEC, 3, 4),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[2])),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, MADV_DODUMP, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {sizeof f / sizeof f[0], f};
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		return -1;
+	if (how == 0)
+		return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog);
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0);
+}
+
+/* The calls, under the filter. */
+static void filtered_calls(void)
+{
+	char *x = at(34, 1, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1);
+	char *r = at(36, 1, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1);
+	char *d = at(38, 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1);
+	for (int i = 0; i < 2; i++) {
+		say("mprotect(RX) of RX memory", mprotect(x, PG, PROT_READ | PROT_EXEC));
+		say("pkey_mprotect(RX, -1) of RX memory",
+		    syscall(SYS_pkey_mprotect, x, PG, PROT_READ | PROT_EXEC, -1));
+		say("mprotect(R) of R memory", mprotect(r, PG, PROT_READ));
+		say("madvise(DODUMP) of dumped memory", madvise(d, PG, MADV_DODUMP));
+	}
+	say("madvise(DONTDUMP)", madvise(d, PG, MADV_DONTDUMP));
+	say("madvise(DONTDUMP) again", madvise(d, PG, MADV_DONTDUMP));
+	say("madvise(DODUMP) of undumped memory", madvise(d, PG, MADV_DODUMP));
+	show("after the filtered calls", x, 5 * PG);
+}
+
+static void case_seccomp(const char *self)
+{
+	printf("== seccomp\n");
+	for (int how = 0; how < 3; how++) {
+		fflush(stdout);
+		pid_t p = fork();
+		if (p == 0) {
+			printf("-- filter installed %s\n",
+			       how == 0 ? "with syscall(SYS_seccomp)" : how == 1 ? "with prctl" : "before execve");
+			if (install_filter(how == 0 ? 0 : 1) != 0) {
+				printf("cannot install the filter: %s\n", ename(errno));
+				_exit(0);
+			}
+			if (how == 2) {
+				fflush(stdout);
+				execl(self, self, "seccomp-inherited", (char *)NULL);
+				printf("execl: %s\n", ename(errno));
+				_exit(1);
+			}
+			filtered_calls();
+			_exit(0);
+		}
+		int st;
+		waitpid(p, &st, 0);
+		printf("child status %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+	}
+}
+
 int main(int argc, char **argv)
 {
 	watchdog(60);
@@ -282,5 +373,9 @@ int main(int argc, char **argv)
 		case_errno();
 	if (!only || !strcmp(only, "gap"))
 		case_gap();
+	if (!only || !strcmp(only, "seccomp"))
+		case_seccomp(argv[0][0] == '/' ? argv[0] : "/proc/self/exe");
+	if (only && !strcmp(only, "seccomp-inherited"))
+		filtered_calls();
 	return 0;
 }

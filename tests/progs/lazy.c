@@ -26,9 +26,13 @@
  *                           promotions pending elsewhere
  *   lazy refuse             a seccomp filter makes every mprotect(RW) fail
  *                           with ENOMEM (as the kernel does at the
- *                           map-count limit); then a promotion of 512 KiB,
- *                           a write into it, and one more promotion: what
- *                           a promotion the kernel refuses late does
+ *                           map-count limit) but one of a page at an
+ *                           address of its own, which tells mmfold that
+ *                           the filter takes mprotect(RW) (before, lazy
+ *                           mode defers none: README, "Limits"); then a
+ *                           promotion of 128 pages, a write into it, and
+ *                           one more promotion: what a promotion the
+ *                           kernel refuses late does
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -363,13 +367,19 @@ static int barrier(void)
 }
 
 /* Every mprotect(addr, len, PROT_READ|PROT_WRITE) fails with ENOMEM. */
-static int refuse_rw_mprotect(void)
+static int refuse_rw_mprotect(const char *ok)
 {
+	uint64_t k = (uintptr_t)ok;
 	struct sock_filter f[] = {
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mprotect, 0, 3),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mprotect, 0, 7),
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[2])),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PROT_READ | PROT_WRITE, 0, 1),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PROT_READ | PROT_WRITE, 0, 5),
+		/* the address, low word then high word (little-endian) */
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)k, 0, 2),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0]) + 4),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)(k >> 32), 1, 0),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOMEM),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
@@ -386,9 +396,11 @@ static int refuse(void)
 	size_t n = 128 * PG;
 	char *a = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	char *b = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (a == MAP_FAILED || b == MAP_FAILED || mprotect(a, n, PROT_READ) || mprotect(b, n, PROT_READ))
+	char *c = mmap(NULL, PG, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (a == MAP_FAILED || b == MAP_FAILED || c == MAP_FAILED || mprotect(a, n, PROT_READ) ||
+	    mprotect(b, n, PROT_READ))
 		return 1;
-	if (refuse_rw_mprotect())
+	if (refuse_rw_mprotect(c) || mprotect(c, PG, PROT_READ | PROT_WRITE))
 		return 1;
 	int r = mprotect(a, n, PROT_READ | PROT_WRITE);
 	int e = r ? errno : 0;
