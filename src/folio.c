@@ -13,20 +13,6 @@
 
 #define THP_DIR "/sys/kernel/mm/transparent_hugepage"
 
-/* Reads a small file into buf (NUL-terminated); returns its length or -1. */
-static long read_small(const char *path, char *buf, size_t n)
-{
-	long fd = mmf_sys_open(path, O_RDONLY, 0);
-	if (fd < 0)
-		return -1;
-	long r = mmf_sys_read((int)fd, buf, n - 1);
-	mmf_sys_close((int)fd);
-	if (r < 0)
-		return -1;
-	buf[r] = 0;
-	return r;
-}
-
 /* "always [madvise] never" or "always inherit madvise [never]": the word in
  * brackets; -2 means inherit. */
 static int parse_setting(const char *s)
@@ -73,13 +59,13 @@ void mmf_folio_probe(struct mmf_folio_sys *f)
 	char buf[256];
 	memset(f, 0, sizeof *f);
 	f->max_ptes_none = 511;
-	if (read_small(THP_DIR "/khugepaged/max_ptes_none", buf, sizeof buf) > 0 && buf[0] >= '0' &&
+	if (mmf_sys_read_small(THP_DIR "/khugepaged/max_ptes_none", buf, sizeof buf) > 0 && buf[0] >= '0' &&
 	    buf[0] <= '9') {
 		f->max_ptes_none = 0;
 		for (const char *p = buf; *p >= '0' && *p <= '9'; p++)
 			f->max_ptes_none = f->max_ptes_none * 10 + (uint64_t)(*p - '0');
 	}
-	if (read_small(THP_DIR "/enabled", buf, sizeof buf) < 0)
+	if (mmf_sys_read_small(THP_DIR "/enabled", buf, sizeof buf) < 0)
 		return;
 	f->top = parse_setting(buf);
 	if (f->top < 0)
@@ -110,7 +96,7 @@ void mmf_folio_probe(struct mmf_folio_sys *f)
 				continue;
 			char path[160];
 			size_path(path, kb, "enabled");
-			if (read_small(path, buf, sizeof buf) < 0)
+			if (mmf_sys_read_small(path, buf, sizeof buf) < 0)
 				continue;
 			int st = parse_setting(buf);
 			if (st == -2)
@@ -202,7 +188,7 @@ void mmf_folio_fault_counts(const struct mmf_folio_sys *f, uint64_t out[MMF_FOLI
 	for (int i = 0; i < f->nsizes; i++) {
 		out[i] = 0;
 		size_path(path, f->size[i] / 1024, "stats/anon_fault_alloc");
-		if (read_small(path, buf, sizeof buf) > 0)
+		if (mmf_sys_read_small(path, buf, sizeof buf) > 0)
 			for (const char *p = buf; *p >= '0' && *p <= '9'; p++)
 				out[i] = out[i] * 10 + (uint64_t)(*p - '0');
 	}
@@ -211,7 +197,7 @@ void mmf_folio_fault_counts(const struct mmf_folio_sys *f, uint64_t out[MMF_FOLI
 long mmf_folio_anon_huge(void)
 {
 	char buf[2048];
-	if (read_small("/proc/self/smaps_rollup", buf, sizeof buf) < 0)
+	if (mmf_sys_read_small("/proc/self/smaps_rollup", buf, sizeof buf) < 0)
 		return -1;
 	const char *p = strstr(buf, "AnonHugePages:");
 	if (!p)

@@ -42,14 +42,8 @@ static void seg_path(char *out, size_t n, long pid)
 static uint64_t start_time(void)
 {
 	char buf[1024];
-	long fd = mmf_sys_open("/proc/self/stat", O_RDONLY, 0);
-	if (fd < 0)
+	if (mmf_sys_read_small("/proc/self/stat", buf, sizeof buf) <= 0)
 		return 0;
-	long n = mmf_sys_read((int)fd, buf, sizeof buf - 1);
-	mmf_sys_close((int)fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
 	/* the command (field 2) may hold spaces and parentheses: count from
 	 * the last ')' (field 3 follows it) */
 	char *p = NULL;

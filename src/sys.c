@@ -138,6 +138,19 @@ long mmf_sys_read(int fd, void *buf, size_t n)
 	return r;
 }
 
+long mmf_sys_read_small(const char *path, char *buf, size_t n)
+{
+	long fd = mmf_sys_open(path, O_RDONLY | O_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	long r = mmf_sys_read((int)fd, buf, n - 1);
+	mmf_sys_close((int)fd);
+	if (r < 0)
+		return -1;
+	buf[r] = 0;
+	return r;
+}
+
 long mmf_sys_write_all(int fd, const void *buf, size_t n)
 {
 	const char *p = buf;

@@ -248,6 +248,9 @@ long mmf_sys_munmap(void *addr, size_t len);
 long mmf_sys_open(const char *path, int flags, int mode);
 long mmf_sys_close(int fd);
 long mmf_sys_read(int fd, void *buf, size_t n);
+/* The start of a file (a /proc file: one read), NUL-terminated in buf of
+ * n bytes; its length, or -1. */
+long mmf_sys_read_small(const char *path, char *buf, size_t n);
 /* Writes all of buf, retrying short writes and EINTR. */
 long mmf_sys_write_all(int fd, const void *buf, size_t n);
 long mmf_sys_getpid(void);
