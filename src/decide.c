@@ -70,6 +70,30 @@ long mmf_forward_counted(const struct mmf_op *op, uint64_t bytes)
 	return forward(op, mmf_stats_self(), bytes);
 }
 
+/* A MAP_FIXED mapping over memory mmfold does not own (a record that is
+ * not owned, or a stretch without records that the kernel has mapped:
+ * glibc's malloc chunks, a library ld.so loaded): glibc or ld.so may unmap
+ * it with calls mmfold does not see (free(), dlclose()), so the new
+ * mapping is not owned either.  Writer lock held. */
+static int fixed_over_foreign(const struct mmf_op *op)
+{
+	uint64_t s, e;
+	if ((op->a[3] & (MAP_FIXED | MAP_FIXED_NOREPLACE)) != MAP_FIXED ||
+	    !span((uint64_t)op->a[0], (uint64_t)op->a[1], &s, &e))
+		return 0;
+	struct mmf_rec r;
+	for (uint64_t a = s; a < e;) {
+		if (!mmf_map_lookup_next(&map, a, &r) || r.start >= e)
+			return mmf_kernel_maps_any(a, e);
+		if (r.start > a && mmf_kernel_maps_any(a, r.start))
+			return 1;
+		if (!r.a.owned)
+			return 1;
+		a = r.end;
+	}
+	return 0;
+}
+
 long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 {
 	const struct mmf_safe_state *ss = &safe_state;
@@ -176,6 +200,8 @@ long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 	long r;
 	if (mode >= MMF_MODE_SAFE)
 		mmf_wx_before(op);
+	if (k == MMF_K_MMAP && mode >= MMF_MODE_SAFE && fixed_over_foreign(op))
+		op->flags |= MMF_OPF_FOREIGN;
 	/* shaping trusts the map: not while a bypassing call may have changed
 	 * it; one that begins meanwhile (the epoch moves) gets the caller's
 	 * call forwarded as asked after the shaped one */

@@ -27,7 +27,10 @@ struct mmf_op {
 enum {
 	MMF_OPF_PKEY = 1,  /* MMF_K_MPROTECT came as pkey_mprotect (a[3]) */
 	MMF_OPF_MLOCK2 = 2, /* MMF_K_MLOCK came as mlock2 (a[2] = flags) */
-	MMF_OPF_PROFILED = 4 /* the profiler (profile.c) is running it */
+	MMF_OPF_PROFILED = 4, /* the profiler (profile.c) is running it */
+	MMF_OPF_FOREIGN = 8   /* MMF_K_MMAP with MAP_FIXED over memory mmfold
+				 does not own (decide.c): the new mapping
+				 is not owned either */
 };
 
 /* Runs an intercepted call.  Returns the kernel's convention. */
@@ -133,6 +136,10 @@ int mmf_verify(uint64_t start, uint64_t end, const struct mmf_want *w);
 /* The VMA holding addr, from the PROCMAP_QUERY ioctl (Linux 6.11+) on fd
  * (an open /proc/self/maps): 0 and [*s,*e), or -errno (-ENOENT: none). */
 long mmf_vma_at(int fd, uint64_t addr, uint64_t *s, uint64_t *e);
+/* Some VMA lies in [s,e) (PROCMAP_QUERY; before Linux 6.11, mincore on
+ * each page of a range of at most 256 pages, a longer one taken as
+ * mapped): 1, else 0. */
+int mmf_kernel_maps_any(uint64_t s, uint64_t e);
 /* The same from /proc/self/smaps only (what kernels before 6.11 get). */
 int mmf_verify_smaps(uint64_t start, uint64_t end, const struct mmf_want *w);
 /* Maps what verification needs, at start-up (MMFOLD_VERIFY set): never

@@ -216,6 +216,8 @@ int mmf_map_reprot_whole(struct mmf_map *m, const struct mmf_slotref *r, uint8_t
 /* Copy the record containing addr into *out; 1 if found, 0 if in a hole. */
 int mmf_map_lookup(const struct mmf_map *m, uint64_t addr,
 		   struct mmf_rec *out);
+/* The record containing addr, or else the first one after it; 0: none. */
+int mmf_map_lookup_next(const struct mmf_map *m, uint64_t addr, struct mmf_rec *out);
 
 /* Debugging and tests (writer lock held or single-threaded). */
 uint64_t mmf_map_count(const struct mmf_map *m);

@@ -190,7 +190,7 @@ int mmf_map_check(const struct mmf_map *m, uint64_t start, uint64_t end,
 }
 
 
-int mmf_map_lookup(const struct mmf_map *m, uint64_t addr, struct mmf_rec *out)
+static int lookup(const struct mmf_map *m, uint64_t addr, struct mmf_rec *out, int next)
 {
 	long budget = 1L << 40; /* tests and debugging only: wait as long as it takes */
 	uint32_t seq;
@@ -203,7 +203,7 @@ int mmf_map_lookup(const struct mmf_map *m, uint64_t addr, struct mmf_rec *out)
 			r.start = LD(b->s[i].start);
 			r.end = LD(b->s[i].end);
 			r.a = unpack(LD(b->s[i].attr));
-			found = r.start <= addr;
+			found = next || r.start <= addr;
 		}
 		if (read_end(m, seq) && f >= 0) {
 			if (found)
@@ -214,4 +214,14 @@ int mmf_map_lookup(const struct mmf_map *m, uint64_t addr, struct mmf_rec *out)
 			return 0;
 	}
 	return 0;
+}
+
+int mmf_map_lookup(const struct mmf_map *m, uint64_t addr, struct mmf_rec *out)
+{
+	return lookup(m, addr, out, 0);
+}
+
+int mmf_map_lookup_next(const struct mmf_map *m, uint64_t addr, struct mmf_rec *out)
+{
+	return lookup(m, addr, out, 1);
 }

@@ -71,7 +71,8 @@ static void record_mmap(struct mmf_safe_state *ss, const struct mmf_op *op, long
 	/* MAP_DROPPABLE (6.11) memory starts wipe-on-fork and dont-dump and
 	 * refuses advice that would undo either: not owned, nothing skipped */
 	if (!(flags & (MAP_GROWSDOWN | MAP_HUGETLB)) && !(prot & ~PROT_RWX) && !ss->rie &&
-	    (flags & MAP_TYPE) != MAP_DROPPABLE && (anon || plain_file(fd))) {
+	    (flags & MAP_TYPE) != MAP_DROPPABLE && !(op->flags & MMF_OPF_FOREIGN) &&
+	    (anon || plain_file(fd))) {
 		a.owned = 1;
 		a.prot = (uint8_t)prot;
 		a.sealed = 0;
@@ -166,9 +167,12 @@ static void record_mremap(const struct mmf_op *op, long r)
 	int flags = (int)op->a[3];
 	if (mmf_is_err(r)) {
 		/* A failed move can have unmapped the destination or moved
-		 * part of the source (a sealed VMA met midway): forget both. */
+		 * part of the source (a sealed VMA met midway): forget both.
+		 * EINVAL too when the call names a destination: the kernel
+		 * unmaps it before it finds a source it cannot move (a
+		 * VM_DONTEXPAND mapping with MREMAP_DONTUNMAP, the vDSO). */
 		uint64_t s, e;
-		if (r == -EINVAL)
+		if (r == -EINVAL && !(flags & (MREMAP_FIXED | MREMAP_DONTUNMAP)))
 			return;
 		if (!(old & (page - 1)) && old + oldlen > old)
 			mmf_map_forget(&map, old, old + (oldlen ? oldlen : page));

@@ -37,6 +37,33 @@ long mmf_vma_at(int fd, uint64_t a, uint64_t *s, uint64_t *e)
 	return 0;
 }
 
+int mmf_kernel_maps_any(uint64_t s, uint64_t e)
+{
+	long fd = mmf_sys_open("/proc/self/maps", 00 | 02000000 /* O_RDONLY | O_CLOEXEC */, 0);
+	if (fd >= 0) {
+		struct procmap_query_ q;
+		memset(&q, 0, sizeof q);
+		q.size = sizeof q;
+		q.query_flags = PMQ_COVERING_OR_NEXT;
+		q.query_addr = s;
+		long r = mmf_sys6(SYS_ioctl, fd, (long)PROCMAP_QUERY_, (long)&q, 0, 0, 0);
+		mmf_sys_close((int)fd);
+		if (r == 0)
+			return q.vma_start < e;
+		if (r == -2 /* ENOENT: nothing at or after s */)
+			return 0;
+	}
+	/* no PROCMAP_QUERY (before 6.11): mincore fails with ENOMEM on a
+	 * page that is not mapped; a longer range is taken as mapped */
+	if (e - s > 256 * (uint64_t)mmf_page_size())
+		return 1;
+	unsigned char v;
+	for (uint64_t a = s; a < e; a += (uint64_t)mmf_page_size())
+		if (mmf_sys6(SYS_mincore, (long)a, 1, (long)&v, 0, 0, 0) == 0)
+			return 1;
+	return 0;
+}
+
 /* 1 agree, 0 disagree, -1 unsupported. */
 static int verify_prot(int fd, uint64_t s, uint64_t e, int prot)
 {

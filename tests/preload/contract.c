@@ -18,7 +18,13 @@
  *     madvise(MADV_DODUMP) with EPERM, repeated calls that would change
  *     nothing still get EPERM, and the others still succeed: the filter
  *     installed with syscall(SYS_seccomp), with prctl, and inherited
- *     through execve (mmfold starts under it). */
+ *     through execve (mmfold starts under it);
+ *   foreign: a mapping placed with MAP_FIXED inside a chunk glibc's malloc
+ *     mapped itself is unmapped by free() (a call mmfold does not see):
+ *     calls on the range then fail with ENOMEM;
+ *   mremapfail: an mremap that fails with EINVAL after it unmapped its
+ *     destination (the vDSO moved to a smaller size): a call on the
+ *     destination then fails with ENOMEM. */
 #include "common.h"
 
 #include <linux/audit.h>
@@ -27,6 +33,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <sys/prctl.h>
+#include <sys/auxv.h>
 #include <sys/personality.h>
 #include <sys/wait.h>
 
@@ -357,11 +364,57 @@ static void case_seccomp(const char *self)
 	}
 }
 
+static void case_foreign(void)
+{
+	printf("== foreign\n");
+	char *m = malloc(1 << 20); /* above M_MMAP_THRESHOLD: a mapping of its own */
+	char *p = (char *)(((uintptr_t)m + PG - 1) & ~(uintptr_t)(PG - 1));
+	char *f = mmap(p, 4 * PG, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	printf("mmap(MAP_FIXED) inside the chunk: %s\n", f == p ? "ok" : ename(errno));
+	say("mprotect(R)", mprotect(p, 4 * PG, PROT_READ));
+	free(m);
+	say("after free: mprotect(R)", mprotect(p, 4 * PG, PROT_READ));
+	say("after free: madvise(DOFORK)", madvise(p, 4 * PG, MADV_DOFORK));
+	say("after free: munlock", munlock(p, 4 * PG));
+}
+
+static void case_mremapfail(void)
+{
+	printf("== mremapfail\n");
+	fflush(stdout);
+	pid_t p = fork(); /* the vDSO is moved only in a child, should it be */
+	if (p == 0) {
+		uintptr_t v = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+		char *d = at(48, 8, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1);
+		say("mprotect(R) of the destination", mprotect(d, 8 * PG, PROT_READ));
+		uintptr_t vs = 0, ve = 0;
+		FILE *f = fopen("/proc/self/maps", "r");
+		char line[256];
+		while (f && fgets(line, sizeof line, f))
+			if (strstr(line, "[vdso]") && sscanf(line, "%lx-%lx", &vs, &ve) == 2)
+				break;
+		if (f)
+			fclose(f);
+		if (!v || v != vs || ve - vs < 2 * PG) {
+			printf("no vDSO of two pages or more\n");
+			_exit(0);
+		}
+		void *r = mremap((void *)vs, ve - vs, PG, MREMAP_MAYMOVE | MREMAP_FIXED, d);
+		printf("mremap(vDSO, smaller, MREMAP_FIXED onto the destination): %s\n",
+		       r == MAP_FAILED ? ename(errno) : "moved");
+		say("mprotect(R) of the destination", mprotect(d, 8 * PG, PROT_READ));
+		_exit(0);
+	}
+	int st;
+	waitpid(p, &st, 0);
+	printf("child status %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+}
+
 int main(int argc, char **argv)
 {
 	watchdog(60);
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	arena = (char *)reserve_arena(40);
+	arena = (char *)reserve_arena(64);
 	const char *only = argc > 1 ? argv[1] : NULL;
 	if (!only || !strcmp(only, "mlock"))
 		case_mlock();
@@ -375,6 +428,10 @@ int main(int argc, char **argv)
 		case_gap();
 	if (!only || !strcmp(only, "seccomp"))
 		case_seccomp(argv[0][0] == '/' ? argv[0] : "/proc/self/exe");
+	if (!only || !strcmp(only, "foreign"))
+		case_foreign();
+	if (!only || !strcmp(only, "mremapfail"))
+		case_mremapfail();
 	if (only && !strcmp(only, "seccomp-inherited"))
 		filtered_calls();
 	return 0;

@@ -162,12 +162,16 @@ same() {
 		# A write tried on a write-protected page that was never touched
 		# allocates it before the fault is reported (README, "Write
 		# barriers"): later it is resident where it would not be, and
-		# no view tells which pages that happened to.
-		diff <(sed -E 's/ mc[01] / mc? /' "$ref") <(sed -E 's/ mc[01] / mc? /' "$other") >"$d"
+		# no view tells which pages that happened to.  And a page made
+		# read-only stays in a read-write VMA, so VMAs split and merge
+		# otherwise, and the flags of their history (ac, gu) differ as
+		# in lazy mode.
+		diff <(sed -E 's/ mc[01] / mc? /; s/,(ac|gu)([],])/\2/g' "$ref") \
+			<(sed -E 's/ mc[01] / mc? /; s/,(ac|gu)([],])/\2/g' "$other") >"$d"
 	else
 		diff "$ref" "$other" >"$d"
 	fi && { rm -f "$d"; return 0; }
-	run_failed "$1: $d"
+	[ -n "${EXPECT_DIFF:-}" ] || run_failed "$1: $d"
 	echo "$d"
 	return 1
 }
@@ -401,7 +405,8 @@ t_broken() {
 	for s in 1 2 3; do
 		run "$OUT/broken-$s.off" off "$BUILD/walk" "$s" "$WALK_STEPS"
 		run "$OUT/broken-$s.broken" broken "$BUILD/walk" "$s" "$WALK_STEPS"
-		same "broken-$s" "$OUT/broken-$s.off" "$OUT/broken-$s.broken" broken >/dev/null ||
+		# a difference is what this test wants: not a DIFFERS line
+		EXPECT_DIFF=1 same "broken-$s" "$OUT/broken-$s.off" "$OUT/broken-$s.broken" broken >/dev/null ||
 			caught=$((caught + 1))
 	done
 	if [ $caught = 3 ]; then
