@@ -5,6 +5,7 @@
 
 #include <linux/seccomp.h>
 #include <sched.h>
+#include <sys/auxv.h>
 #include <string.h>
 
 #include <sys/prctl.h>
@@ -53,7 +54,12 @@ void mmf_early_init(void)
 	page = mmf_page_size();
 	t0_ticks = mmf_ticks();
 	t0_ns = mono_ns();
-	mmf_config_parse(&cfg, environ, config_warn, NULL);
+	/* A setuid or setgid program (AT_SECURE; ld.so.preload is the only
+	 * way mmfold gets into one) runs with the defaults: its caller's
+	 * MMFOLD_STATS_FILE would have it write as root where the caller
+	 * cannot, MMFOLD_LIVE create files, MMFOLD_LOG talk on stderr. */
+	static char *const no_env[] = {NULL};
+	mmf_config_parse(&cfg, getauxval(AT_SECURE) ? (char **)no_env : environ, config_warn, NULL);
 	if (cfg.problems && cfg.v[MMF_OPT_STRICT]) {
 		static const char msg[] = "mmfold: MMFOLD_STRICT=1 and the configuration has errors: stopping\n";
 		mmf_sys_write_all(2, msg, sizeof msg - 1);

@@ -29,7 +29,7 @@
 #      TEST_DEADLINE (seconds since the epoch; none by default): lazystress
 #      and bypass start no seed after it (the first seed always runs) and
 #      say how many of their seeds ran (CI's time budget, .ci/run),
-# Tests: walk walk-shape walk-bypass pastmap walk-stats errno_matrix contract barrier uffd barrier-uffd ctor sigreentry clonefork forklock broken
+# Tests: walk walk-shape walk-bypass pastmap walk-stats errno_matrix contract setuid barrier uffd barrier-uffd ctor sigreentry clonefork forklock broken
 # sigchain barrier-sigchain lazystress stopworld bypass (default: all; the last two run with
 # MMFOLD_SIGCHAIN=on, so mmfold's SIGSEGV handler runs first).  Each program runs without the library (reference) and
 # with it in modes off, safe and observe; stdout and exit status must be
@@ -86,6 +86,7 @@ build() {
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/pastmap" "$HERE/pastmap.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/errno_matrix" "$HERE/errno_matrix.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/contract" "$HERE/contract.c" &&
+		"$CC" "${CFLAGS[@]}" -o "$BUILD/setuid" "$HERE/setuid.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/barrier" "$HERE/barrier.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/uffd" "$HERE/uffd.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/sigreentry" "$HERE/sigreentry.c" &&
@@ -385,6 +386,40 @@ t_walk_stats() {
 	fi
 }
 
+# A set-user-ID program run by another user, mmfold loaded through
+# /etc/ld.so.preload in a private mount namespace (root, unshare, setpriv):
+# the caller's MMFOLD_STATS_FILE names a file only root may write, and
+# mmfold, running as root there, must leave it alone (AT_SECURE: the
+# defaults, no MMFOLD_* variable).
+t_setuid() {
+	if [ "$(id -u)" != 0 ] || ! command -v unshare >/dev/null || ! command -v setpriv >/dev/null; then
+		echo "SKIP setuid: needs root, unshare and setpriv"
+		return
+	fi
+	# under /tmp: user nobody must reach the program
+	local d
+	d=$(mktemp -d /tmp/mmfold-setuid.XXXXXX) || { bad setuid "mktemp failed"; return; }
+	mkdir -p "$d/etc" "$d/victim"
+	chmod 755 "$d"
+	chmod 700 "$d/victim"
+	: >"$d/victim/file"
+	chmod 600 "$d/victim/file"
+	install -m 4755 "$BUILD/setuid" "$d/prog"
+	cp -a /etc/. "$d/etc/" 2>/dev/null
+	echo "$MMFOLD_LIB" >"$d/etc/ld.so.preload"
+	unshare -m sh -c 'mount --bind "$1/etc" /etc && exec setpriv --reuid=65534 --regid=65534 --clear-groups env MMFOLD_STATS=1 MMFOLD_STATS_FILE="$1/victim/file" MMFOLD_LOG=3 "$1/prog"' sh "$d" >"$d/out" 2>&1
+	if ! grep -q '^AT_SECURE 1, euid 0$' "$d/out"; then
+		bad setuid "the program did not run set-user-ID root ($d/out)"
+	elif [ -s "$d/victim/file" ]; then
+		bad setuid "mmfold wrote its report as root into a file the caller cannot write ($d/victim/file)"
+	elif [ "$(wc -l <"$d/out")" != 1 ]; then
+		bad setuid "output beyond the program's one line: MMFOLD_LOG was honoured ($d/out)"
+	else
+		ok setuid
+		rm -rf "$d"
+	fi
+}
+
 t_simple() { # NAME PROG [ARGS...]
 	local name=$1 d
 	if differential "$@"; then
@@ -633,7 +668,7 @@ t_barrier_uffd() {
 }
 
 tests=("$@")
-[ ${#tests[@]} = 0 ] && tests=(walk walk-shape walk-bypass pastmap walk-stats errno_matrix contract barrier uffd barrier-uffd ctor
+[ ${#tests[@]} = 0 ] && tests=(walk walk-shape walk-bypass pastmap walk-stats errno_matrix contract setuid barrier uffd barrier-uffd ctor
 	sigreentry clonefork forklock broken sigchain barrier-sigchain lazystress stopworld bypass)
 for t in "${tests[@]}"; do
 	case $t in
@@ -644,6 +679,7 @@ for t in "${tests[@]}"; do
 	walk-stats) t_walk_stats ;;
 	errno_matrix) t_simple errno_matrix "$BUILD/errno_matrix" ;;
 	contract) t_simple contract "$BUILD/contract" ;;
+	setuid) t_setuid ;;
 	barrier) t_simple barrier "$BUILD/barrier" 1 ;;
 	uffd) t_uffd ;;
 	barrier-uffd) t_barrier_uffd ;;
