@@ -450,6 +450,9 @@ int mmf_batch_intercept(const struct mmf_op *op, long *res)
 	 * force when the handler returns, or the access faults forever. */
 	int q_ok = mmf_batch_depth > 0 && !bq_busy && !mmf_sigchain_in_handler() &&
 		   queueable(op, &s, &e);
+	/* what applying queued calls leaves in errno is not the caller's:
+	 * their failures are reported by mmfold_batch_end */
+	int err = errno;
 	if (!q_ok) {
 		/* A call that cannot wait: this thread's queue goes first
 		 * where they meet, unless a handler interrupted the thread
@@ -461,6 +464,7 @@ int mmf_batch_intercept(const struct mmf_op *op, long *res)
 	}
 	if (s < e && LD(mmf_batch_live))
 		apply_others(s, e);
+	errno = err;
 	if (!q_ok)
 		return 0;
 

@@ -24,8 +24,14 @@
  *     calls on the range then fail with ENOMEM;
  *   mremapfail: an mremap that fails with EINVAL after it unmapped its
  *     destination (the vDSO moved to a smaller size): a call on the
- *     destination then fails with ENOMEM. */
+ *     destination then fails with ENOMEM;
+ *   batch: inside a batch (mmfold.h, weak: absent without mmfold), a call
+ *     made at once between queued ones, which it applies first, one of
+ *     them failing: its own errno is left as it was. */
 #include "common.h"
+
+#define MMFOLD_WEAK
+#include "../../include/mmfold.h"
 
 #include <linux/audit.h>
 #include <linux/filter.h>
@@ -410,6 +416,27 @@ static void case_mremapfail(void)
 	printf("child status %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
 }
 
+static void case_batch(void)
+{
+	printf("== batch\n");
+	char *x = at(56, 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1);
+	char *z = at(58, 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1);
+	if (munmap(arena + 60 * PG, PG) != 0) /* a hole: a queued call there fails */
+		exit(3);
+	if (mmfold_batch_begin)
+		mmfold_batch_begin();
+	say("mprotect(R)", mprotect(x, PG, PROT_READ));
+	int r = mprotect(arena + 60 * PG, PG, PROT_READ);
+	printf("mprotect(R) of the hole: %s\n", r == 0 || errno == ENOMEM ? "0 or ENOMEM" : ename(errno));
+	errno = 0;
+	r = madvise(z, PG, MADV_DONTFORK);
+	printf("madvise(DONTFORK) between them = %d, errno %s\n", r, errno ? ename(errno) : "0");
+	if (mmfold_batch_end) {
+		struct mmfold_batch_error e;
+		mmfold_batch_end(&e);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	watchdog(60);
@@ -432,6 +459,8 @@ int main(int argc, char **argv)
 		case_foreign();
 	if (!only || !strcmp(only, "mremapfail"))
 		case_mremapfail();
+	if (!only || !strcmp(only, "batch"))
+		case_batch();
 	if (only && !strcmp(only, "seccomp-inherited"))
 		filtered_calls();
 	return 0;
