@@ -70,11 +70,12 @@ long mmf_forward_counted(const struct mmf_op *op, uint64_t bytes)
 	return forward(op, mmf_stats_self(), bytes);
 }
 
-/* A MAP_FIXED mapping over memory mmfold does not own (a record that is
- * not owned, or a stretch without records that the kernel has mapped:
- * glibc's malloc chunks, a library ld.so loaded): glibc or ld.so may unmap
- * it with calls mmfold does not see (free(), dlclose()), so the new
- * mapping is not owned either.  Writer lock held. */
+/* A MAP_FIXED mapping over memory mmfold never saw mapped (a stretch
+ * without records that the kernel has mapped: glibc's malloc chunks, a
+ * library ld.so loaded): glibc or ld.so may unmap it with calls mmfold
+ * does not see (free(), dlclose()), so the new mapping is not owned.
+ * Records, owned or not, are memory whose mapping mmfold saw (or that the
+ * program changed through it: README, "Limits").  Writer lock held. */
 static int fixed_over_foreign(const struct mmf_op *op)
 {
 	uint64_t s, e;
@@ -86,8 +87,6 @@ static int fixed_over_foreign(const struct mmf_op *op)
 		if (!mmf_map_lookup_next(&map, a, &r) || r.start >= e)
 			return mmf_kernel_maps_any(a, e);
 		if (r.start > a && mmf_kernel_maps_any(a, r.start))
-			return 1;
-		if (!r.a.owned)
 			return 1;
 		a = r.end;
 	}
