@@ -102,6 +102,14 @@ static void show(const char *tag, const char *a, size_t len)
 	fflush(stdout);
 }
 
+/* Waits for child p and prints how it ended. */
+static void child_status(pid_t p)
+{
+	int st;
+	waitpid(p, &st, 0);
+	printf("child status %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+}
+
 static char *at(size_t page, size_t n, int prot, int flags, int fd)
 {
 	char *p = mmap(arena + page * PG, n * PG, prot, flags | MAP_FIXED, fd, 0);
@@ -364,9 +372,7 @@ static void case_seccomp(const char *self)
 			filtered_calls();
 			_exit(0);
 		}
-		int st;
-		waitpid(p, &st, 0);
-		printf("child status %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+		child_status(p);
 	}
 }
 
@@ -411,9 +417,7 @@ static void case_mremapfail(void)
 		say("mprotect(R) of the destination", mprotect(d, 8 * PG, PROT_READ));
 		_exit(0);
 	}
-	int st;
-	waitpid(p, &st, 0);
-	printf("child status %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+	child_status(p);
 }
 
 static void case_batch(void)
