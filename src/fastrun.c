@@ -60,8 +60,11 @@ long mmf_run_change(struct mmf_op *op, uint64_t v0, uint32_t g)
 	int prot = (int)op->a[2];
 	/* one copy of the hint; a handler that ran since it was read may have
 	 * changed it (the copy fails); a call inside this thread's section
-	 * (mmf_fast_mprotect declines those already) re-enters (mmf_run) */
-	if (in_write || !mmf_fast_copy(g, &fr) || !mmf_fast_changes(&fr, prot, v0))
+	 * (mmf_fast_mprotect declines those already) re-enters (mmf_run); a
+	 * copy that ends at or below the call's start is a hint a handler
+	 * emptied (mmf_fast_forget moves its end to its start, not gen) */
+	if (in_write || !mmf_fast_copy(g, &fr) || fr.end <= (uint64_t)op->a[0] ||
+	    !mmf_fast_changes(&fr, prot, v0))
 		return mmf_run(op);
 	struct mmf_tstats *t = mmf_fast_tls.t;
 	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_CALLS, 1);
@@ -119,15 +122,28 @@ long mmf_fast_forward(uint64_t a, uint64_t len, int prot, uint64_t v0, uint32_t 
 		      int (*kfn)(void *, size_t, int), long (*fwd)(const struct mmf_op *))
 {
 	struct mmf_slotref fr, nr;
-	if (!kfn || !mmf_fast_copy(g, &fr) || !mmf_fast_changes(&fr, prot, v0))
+	struct mmf_fast_tls *x = mmf_fast_self();
+	/* this thread's counters: read before the section, whose fences
+	 * would have the block's address loaded again */
+	struct mmf_tstats *t = x->t;
+	(void)v0; /* judged again below, under the lock, where it counts */
+	if (!kfn || !t || !wenter_quick())
 		return MMF_FAST_DECLINED;
-	/* this thread's counters (mmf_fast_changes found them): read before
-	 * the section, whose fences would have the block's address loaded again */
-	struct mmf_tstats *t = mmf_fast_tls.t;
-	if (!wenter_quick())
-		return MMF_FAST_DECLINED;
+	/* The hint, copied under the lock: gen unchanged since the skip test
+	 * read it means the copy is the record that test judged (a handler
+	 * that learned since moved gen); the sequence unchanged since the
+	 * hint was taken means its slot still holds that record, whose word
+	 * the lock now keeps still.  One copy and one judgement, where the
+	 * general course (mmf_run_change) copies before the lock and judges
+	 * again after it.  A hint emptied since (mmf_fast_forget, from a
+	 * handler opening a batch: end moved to start, gen not) ends below a. */
+	MMF_FAST_FENCE();
+	fr = *x->cur;
+	MMF_FAST_FENCE();
 	uint64_t v = PLD(*fr.attr);
-	if (map.seq != fr.seq || (v & mmf_fast_cmask) != mmf_fast_cwant) {
+	if (x->gen != g || fr.end <= a || map.seq != fr.seq || !fr.b ||
+	    (v & mmf_fast_cmask) != mmf_fast_cwant ||
+	    !((__atomic_load_n(&mmf_fast_chg_prots, __ATOMIC_RELAXED) >> prot) & 1)) {
 		wleave_quick();
 		return MMF_FAST_DECLINED;
 	}
