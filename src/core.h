@@ -154,6 +154,12 @@ int mmf_filter_allows(const struct mmf_op *op);
 int mmf_filter_accepted(const struct mmf_op *op);
 void mmf_filter_installed(void);
 extern struct mmf_safe_state safe_state;
+/* A seccomp filter may be in force: mmfold then makes no system call of
+ * its own that the program did not make (life.c's filter_in_force). */
+static inline int mmf_filtered(void)
+{
+	return (__atomic_load_n(&safe_state.filter_ok, __ATOMIC_RELAXED) & MMF_FILTERED) != 0;
+}
 int span(uint64_t addr, uint64_t len, uint64_t *s, uint64_t *e);
 void touched(const struct mmf_op *op, uint64_t *s, uint64_t *e);
 int mlock_permitted(void);

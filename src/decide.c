@@ -76,6 +76,13 @@ long mmf_forward_counted(const struct mmf_op *op, uint64_t bytes)
  * does not see (free(), dlclose()), so the new mapping is not owned.
  * Records, owned or not, are memory whose mapping mmfold saw (or that the
  * program changed through it: README, "Limits").  Writer lock held. */
+static int kernel_maps_any(uint64_t s, uint64_t e)
+{
+	/* under a seccomp filter, no call of mmfold's own (life.c's
+	 * filter_in_force): taken as mapped */
+	return mmf_filtered() || mmf_kernel_maps_any(s, e);
+}
+
 static int fixed_over_foreign(const struct mmf_op *op)
 {
 	uint64_t s, e;
@@ -85,8 +92,8 @@ static int fixed_over_foreign(const struct mmf_op *op)
 	struct mmf_rec r;
 	for (uint64_t a = s; a < e;) {
 		if (!mmf_map_lookup_next(&map, a, &r) || r.start >= e)
-			return mmf_kernel_maps_any(a, e);
-		if (r.start > a && mmf_kernel_maps_any(a, r.start))
+			return kernel_maps_any(a, e);
+		if (r.start > a && kernel_maps_any(a, r.start))
 			return 1;
 		a = r.end;
 	}

@@ -224,7 +224,7 @@ struct mmf_folio_policy folio_policy;
 uint64_t align_plan(struct mmf_folio_policy *fp, const struct mmf_op *op)
 {
 	int flags = (int)op->a[3];
-	if (!fp->align_active || op->a[0] != 0 || !(flags & MAP_ANONYMOUS) ||
+	if (!PLD(fp->align_active) || op->a[0] != 0 || !(flags & MAP_ANONYMOUS) ||
 	    (flags & MAP_TYPE) != MAP_PRIVATE ||
 	    (flags & (MAP_FIXED | MAP_FIXED_NOREPLACE | MAP_GROWSDOWN | MAP_HUGETLB | MAP_LOCKED |
 		      MAP_32BIT)))
@@ -236,7 +236,7 @@ uint64_t align_plan(struct mmf_folio_policy *fp, const struct mmf_op *op)
 	 * mapping that is only watched keeps the kernel's placement (a
 	 * conservative collector that grows its heap with address hints, as
 	 * Guile's libgc does, kept 25% more memory when such mappings moved). */
-	int advised = fp->thp_active && !fp->thp_disabled && len >= (uint64_t)cfg.v[MMF_OPT_THP_MIN] &&
+	int advised = fp->thp_active && !PLD(fp->thp_disabled) && len >= (uint64_t)cfg.v[MMF_OPT_THP_MIN] &&
 		      !(flags & MAP_STACK) &&
 		      mmf_thp_at_mmap(cfg.v[MMF_OPT_THP] == MMF_THP_ADVISE, (int)op->a[2] == PROT_NONE) ==
 			      MMF_THP_NOW;
@@ -313,7 +313,7 @@ int mremap_aligned(struct mmf_folio_policy *fp, const struct mmf_op *op, struct 
 	/* Only a plain move of one owned, unsealed record: a resizing move of
 	 * one VMA fails before it changes anything, so a failed attempt can be
 	 * undone by unmapping the reserved target. */
-	if (!fp->align_active || op->a[3] != MREMAP_MAYMOVE || newlen < (uint64_t)op->a[2] ||
+	if (!PLD(fp->align_active) || op->a[3] != MREMAP_MAYMOVE || newlen < (uint64_t)op->a[2] ||
 	    newlen > (1ull << 46) || !oldlen || newlen <= oldlen ||
 	    !mmf_map_lookup(&map, old, &rec) || !rec.a.owned || rec.a.sealed != 0 ||
 	    rec.start > old || rec.end < old + oldlen)

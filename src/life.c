@@ -43,6 +43,22 @@ static int seccomp_filtered(void)
 	return *p == '2';
 }
 
+/* Under a seccomp filter mmfold makes no system call of its own that the
+ * program did not make: the filter may kill the process for one (a
+ * minijail policy may allow madvise(MADV_DONTDUMP) alone; a sandbox,
+ * neither openat nor mincore).  So no huge-page advice (thp_disabled, as
+ * under PR_SET_THP_DISABLE: the watches end at the next tick; prctl keeps
+ * it set), no placement of new mappings (align_active), no question to
+ * the kernel about memory without records (decide.c), no fstatfs of a
+ * mapped file or shmctl of an attached segment (record.c); skips wait for
+ * the kernel to accept each kind of call (question.c). */
+static void filter_in_force(void)
+{
+	mmf_filter_installed();
+	__atomic_store_n(&folio_policy.thp_disabled, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&folio_policy.align_active, 0, __ATOMIC_RELAXED);
+}
+
 void mmf_early_init(void)
 {
 	int s = __atomic_load_n(&init_state, __ATOMIC_ACQUIRE);
@@ -75,8 +91,6 @@ void mmf_early_init(void)
 	ss->rie = pers >= 0 && (pers & READ_IMPLIES_EXEC);
 	long md = mmf_sys6(SYS_prctl, PR_GET_MDWE, 0, 0, 0, 0, 0);
 	ss->mdwe = md > 0;
-	if (seccomp_filtered())
-		mmf_filter_installed();
 	if (mode >= MMF_MODE_SAFE &&
 	    (cfg.v[MMF_OPT_THP] != MMF_THP_OFF || cfg.v[MMF_OPT_ALIGN] != MMF_ALIGN_OFF ||
 	     cfg.v[MMF_OPT_SHAPE] != MMF_SHAPE_OFF)) {
@@ -93,6 +107,8 @@ void mmf_early_init(void)
 		if (cfg.v[MMF_OPT_STATS])
 			mmf_folio_fault_counts(&folio_policy.sys, folio_policy.faults0);
 	}
+	if (seccomp_filtered())
+		filter_in_force();
 	if (cfg.v[MMF_OPT_LIVE] && mmf_live_init(mode) != 0)
 		mmf_log(0, "mmfold: MMFOLD_LIVE: cannot create /dev/shm/mmfold.<pid>; no live statistics");
 	if (mmf_profile_init((int)cfg.v[MMF_OPT_PROFILE], (int)cfg.v[MMF_OPT_PROFILE_DEPTH]) != 0)
@@ -282,7 +298,7 @@ void mmf_note_prctl(long option, long arg2, long result)
 	if (option == PR_SET_MDWE && result == 0)
 		__atomic_store_n(&safe_state.mdwe, 1, __ATOMIC_RELAXED);
 	if (option == PR_SET_THP_DISABLE && result == 0)
-		__atomic_store_n(&folio_policy.thp_disabled, arg2 != 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&folio_policy.thp_disabled, arg2 != 0 || mmf_filtered(), __ATOMIC_RELAXED);
 	if (option == PR_SET_MDWE && result == 0 && init_state == 2)
 		fast_gate();
 }
@@ -293,7 +309,7 @@ void mmf_note_seccomp(long operation, long result)
 {
 	if (operation != SECCOMP_SET_MODE_FILTER || result < 0)
 		return;
-	mmf_filter_installed();
+	filter_in_force();
 	if (init_state == 2)
 		fast_gate();
 }

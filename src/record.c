@@ -21,6 +21,8 @@ static int plain_file(int fd)
 {
 	struct stat st;
 	struct statfs sf;
+	if (mmf_filtered()) /* no call of mmfold's own (life.c's filter_in_force) */
+		return 0;
 	if (mmf_sys6(SYS_fstat, fd, (long)&st, 0, 0, 0, 0) != 0 || !S_ISREG(st.st_mode))
 		return 0;
 	if (mmf_sys6(SYS_fstatfs, fd, (long)&sf, 0, 0, 0, 0) != 0)
@@ -101,7 +103,7 @@ static void record_mmap(struct mmf_safe_state *ss, const struct mmf_op *op, long
 	int advise = 0, watch = 0;
 	if (anon && (flags & MAP_STACK))
 		a.adv_known &= (uint8_t)~(MMF_ADV_HUGEPAGE | MMF_ADV_NOHUGEPAGE);
-	if (folio_policy.thp_active && !folio_policy.thp_disabled && a.owned && anon &&
+	if (folio_policy.thp_active && !PLD(folio_policy.thp_disabled) && a.owned && anon &&
 	    (flags & MAP_TYPE) == MAP_PRIVATE && !(flags & MAP_STACK)) {
 		int big = len >= (uint64_t)cfg.v[MMF_OPT_THP_MIN];
 		if (flags & (MAP_FIXED | MAP_FIXED_NOREPLACE)) {
@@ -375,7 +377,7 @@ void record(const struct mmf_op *op, long r, struct mmf_hint *h)
 		if (mmf_is_err(r))
 			return;
 		s = (uint64_t)r;
-		if (mmf_sys6(SYS_shmctl, op->a[0], IPC_STAT, (long)&ds, 0, 0, 0) == 0)
+		if (!mmf_filtered() && mmf_sys6(SYS_shmctl, op->a[0], IPC_STAT, (long)&ds, 0, 0, 0) == 0)
 			e = (s + ds.shm_segsz + page - 1) & ~(uint64_t)(page - 1);
 		else
 			e = UINT64_MAX & ~(uint64_t)(page - 1);

@@ -19,6 +19,13 @@
  *     nothing still get EPERM, and the others still succeed: the filter
  *     installed with syscall(SYS_seccomp), with prctl, and inherited
  *     through execve (mmfold starts under it);
+ *   ownsys: under a filter that traps (SIGSYS, counted) the system calls
+ *     the program then never makes itself (madvise(MADV_HUGEPAGE or
+ *     MADV_COLLAPSE), openat, ioctl, mincore, fstatfs, an mmap of its own
+ *     placement), the program's calls that mmfold would follow with one
+ *     (a huge reservation and a commit into it, a large mapping touched
+ *     and changed many times, a MAP_FIXED mapping inside a malloc chunk,
+ *     a file mapping) make none: a filter may kill a process for one;
  *   foreign: a mapping placed with MAP_FIXED inside a chunk glibc's malloc
  *     mapped itself is unmapped by free() (a call mmfold does not see):
  *     calls on the range then fail with ENOMEM;
@@ -376,6 +383,130 @@ static void case_seccomp(const char *self)
 	}
 }
 
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25
+#endif
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+#define RESERVATION (4ul << 20)
+
+/* args[i]'s low and high words (little-endian) */
+#define ARG_LO(i) (offsetof(struct seccomp_data, args[i]))
+#define ARG_HI(i) (offsetof(struct seccomp_data, args[i]) + 4)
+
+static volatile sig_atomic_t ntraps;
+static volatile int trapped[8];
+
+/* The call is not made; it returns -ENOSYS as on a kernel without it. */
+static void on_sigsys(int sig, siginfo_t *si, void *uc_)
+{
+	(void)sig;
+	ucontext_t *uc = uc_;
+	if (ntraps < 8)
+		trapped[ntraps] = si->si_syscall;
+	ntraps++;
+#if defined(__x86_64__)
+	uc->uc_mcontext.gregs[REG_RAX] = -ENOSYS;
+#elif defined(__aarch64__)
+	uc->uc_mcontext.regs[0] = (unsigned long)-ENOSYS;
+#endif
+}
+
+static int install_trap_filter(void)
+{
+	enum { TRAP = SECCOMP_RET_TRAP, ALLOW = SECCOMP_RET_ALLOW };
+	struct sock_filter f[] = {
+		/* 0 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		/* 1 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, THIS_ARCH, 1, 0),
+		/* 2 */ BPF_STMT(BPF_RET | BPF_K, ALLOW),
+		/* 3 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		/* 4 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_madvise, 6, 0),
+		/* 5 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mmap, 10, 0),
+		/* 6 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat, 8, 0),
+		/* 7 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_ioctl, 7, 0),
+		/* 8 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mincore, 6, 0),
+		/* 9 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_fstatfs, 5, 0),
+		/* 10 */ BPF_STMT(BPF_RET | BPF_K, ALLOW),
+		/* madvise: the two huge-page advices */
+		/* 11 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(2)),
+		/* 12 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, MADV_HUGEPAGE, 2, 0),
+		/* 13 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, MADV_COLLAPSE, 1, 0),
+		/* 14 */ BPF_STMT(BPF_RET | BPF_K, ALLOW),
+		/* 15 */ BPF_STMT(BPF_RET | BPF_K, TRAP),
+		/* mmap: MAP_FIXED ones and the program's own (no address; a
+		   PROT_NONE one only of the reservation's length) pass */
+		/* 16 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(3)),
+		/* 17 */ BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, MAP_FIXED | MAP_FIXED_NOREPLACE, 9, 0),
+		/* 18 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(0)),
+		/* 19 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 8),
+		/* 20 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_HI(0)),
+		/* 21 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 6),
+		/* 22 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(2)),
+		/* 23 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PROT_NONE, 0, 3),
+		/* 24 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_LO(1)),
+		/* 25 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)RESERVATION, 1, 2),
+		/* 26 */ BPF_STMT(BPF_RET | BPF_K, ALLOW),
+		/* 27 */ BPF_STMT(BPF_RET | BPF_K, ALLOW),
+		/* 28 */ BPF_STMT(BPF_RET | BPF_K, TRAP),
+	};
+	struct sock_fprog prog = {sizeof f / sizeof f[0], f};
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = on_sigsys;
+	sa.sa_flags = SA_SIGINFO;
+	if (sigaction(SIGSYS, &sa, NULL) != 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		return -1;
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0);
+}
+
+static void case_ownsys(void)
+{
+	printf("== ownsys\n");
+	int fd = tmpfile_of(2 * PG);
+	fflush(stdout);
+	pid_t p = fork();
+	if (p == 0) {
+		if (install_trap_filter() != 0) {
+			printf("cannot install the filter: %s\n", ename(errno));
+			_exit(0);
+		}
+		char *r = mmap(NULL, RESERVATION, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		printf("reservation: %s\n", r == MAP_FAILED ? ename(errno) : "ok");
+		if (r != MAP_FAILED) {
+			char *c = mmap(r, RESERVATION / 2, PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+			printf("commit: %s\n", c == r ? "ok" : ename(errno));
+			if (c == r)
+				memset(c, 1, RESERVATION / 2);
+		}
+		size_t big = 8ul << 20;
+		char *m = mmap(NULL, big, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		printf("large mapping: %s\n", m == MAP_FAILED ? ename(errno) : "ok");
+		if (m != MAP_FAILED) {
+			memset(m, 1, big);
+			int bad = 0;
+			for (int i = 0; i < 400; i++)
+				bad += mprotect(m, PG, (i & 1) ? PROT_READ | PROT_WRITE : PROT_NONE) != 0;
+			printf("400 changes of its first page: %d failed\n", bad);
+		}
+		char *k = malloc(1 << 20);
+		char *kp = (char *)(((uintptr_t)k + PG - 1) & ~(uintptr_t)(PG - 1));
+		char *f = mmap(kp, 4 * PG, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		printf("mmap(MAP_FIXED) inside a malloc chunk: %s\n", f == kp ? "ok" : ename(errno));
+		char *fm = mmap(NULL, 2 * PG, PROT_READ, MAP_SHARED, fd, 0);
+		printf("file mapping: %s\n", fm == MAP_FAILED ? ename(errno) : "ok");
+		say("mprotect(R) of the file mapping", mprotect(fm, 2 * PG, PROT_READ));
+		printf("system calls the program did not make: %d", (int)ntraps);
+		for (int i = 0; i < ntraps && i < 8; i++)
+			printf(" %d", trapped[i]);
+		printf("\n");
+		_exit(0);
+	}
+	child_status(p);
+	close(fd);
+}
+
 static void case_foreign(void)
 {
 	printf("== foreign\n");
@@ -459,6 +590,8 @@ int main(int argc, char **argv)
 		case_gap();
 	if (!only || !strcmp(only, "seccomp"))
 		case_seccomp(argv[0][0] == '/' ? argv[0] : "/proc/self/exe");
+	if (!only || !strcmp(only, "ownsys"))
+		case_ownsys();
 	if (!only || !strcmp(only, "foreign"))
 		case_foreign();
 	if (!only || !strcmp(only, "mremapfail"))
