@@ -368,14 +368,26 @@ void mmf_barrier_before(const struct mmf_op *op)
 	mmf_writer_enter();
 	drain();
 	for (int i = 0; i < n; i++) {
-		unwrap(s[i], e[i]);
-		/* mremap fails with EFAULT across VMAs, and a registered VMA
-		 * does not merge with an unregistered one: the range goes back
-		 * to the kernel's flags.  Elsewhere the mapping may change:
-		 * registered anew when needed. */
-		if (op->kind == MMF_K_MREMAP && !i && e[i] != UINT64_MAX)
+		if (op->kind == MMF_K_MREMAP && !i && e[i] != UINT64_MAX) {
+			/* mremap answers by the source's whole VMA (EFAULT
+			 * across VMAs; MREMAP_DONTUNMAP clears VM_LOCKED and
+			 * VM_LOCKONFAULT on all of it, inside the range or
+			 * not), and a registered VMA does not merge with an
+			 * unregistered one: the registered run around the
+			 * source, all of it, goes back to the kernel's flags,
+			 * so that the VMA there is the one the kernel would
+			 * have had.  Unwrapping only the source would split
+			 * the read-only VMA plain mprotect would have made. */
+			s[i] = mmf_wpb_run_down(REG, s[i]);
+			e[i] = mmf_wpb_run_up(REG, e[i]);
+			unwrap(s[i], e[i]);
 			unregister(s[i], e[i]);
-		else if (reg)
+			continue;
+		}
+		unwrap(s[i], e[i]);
+		/* Elsewhere the mapping may change: registered anew when
+		 * needed. */
+		if (reg)
 			mmf_wpb_clear(REG, s[i], e[i]);
 	}
 	mmf_writer_leave();

@@ -135,6 +135,46 @@ done:
 	return 1;
 }
 
+/* The lowest b <= a with every page of [b,a) set (barrierint.h). */
+uint64_t mmf_wpb_run_down(int which, uint64_t a)
+{
+	while (a >= mmf_wpb_page) {
+		struct chunk *c = mmf_wpb_chunk_of(a - mmf_wpb_page);
+		if (!c)
+			break;
+		uint64_t i = (a - mmf_wpb_page - c->base) / mmf_wpb_page;
+		uint64_t w = __atomic_load_n(&c->bits[which][i / 64], __ATOMIC_ACQUIRE);
+		if (i % 64 == 63 && w == ~0ull) {
+			a -= 64 * mmf_wpb_page;
+			continue;
+		}
+		if (!((w >> (i % 64)) & 1))
+			break;
+		a -= mmf_wpb_page;
+	}
+	return a;
+}
+
+/* The highest b >= a with every page of [a,b) set (barrierint.h). */
+uint64_t mmf_wpb_run_up(int which, uint64_t a)
+{
+	while (a + mmf_wpb_page > a) {
+		struct chunk *c = mmf_wpb_chunk_of(a);
+		if (!c)
+			break;
+		uint64_t i = (a - c->base) / mmf_wpb_page;
+		uint64_t w = __atomic_load_n(&c->bits[which][i / 64], __ATOMIC_ACQUIRE);
+		if (i % 64 == 0 && w == ~0ull) {
+			a += 64 * mmf_wpb_page;
+			continue;
+		}
+		if (!((w >> (i % 64)) & 1))
+			break;
+		a += mmf_wpb_page;
+	}
+	return a;
+}
+
 /* The part of [s,e) inside chunk k: 1 when it is not empty. */
 int mmf_wpb_clip(uint32_t k, uint64_t s, uint64_t e, uint64_t *cs, uint64_t *ce)
 {

@@ -37,6 +37,12 @@ int mmf_wpb_bit(int which, uint64_t a);
 int64_t mmf_wpb_set(int which, uint64_t s, uint64_t e, int val);
 /* The first run of pages in [s,e) whose bit is val: 1 and [*rs,*re), or 0. */
 int mmf_wpb_next_run(int which, uint64_t s, uint64_t e, int val, uint64_t *rs, uint64_t *re);
+/* Lock-free: the lowest b <= a such that every page of [b,a) has its bit
+ * set (a when the page below a has not).  Whole words are skipped at once. */
+uint64_t mmf_wpb_run_down(int which, uint64_t a);
+/* Lock-free: the highest b >= a such that every page of [a,b) has its bit
+ * set (a when page a has not). */
+uint64_t mmf_wpb_run_up(int which, uint64_t a);
 /* The part of [s,e) inside chunk k: 1 when it is not empty. */
 int mmf_wpb_clip(uint32_t k, uint64_t s, uint64_t e, uint64_t *cs, uint64_t *ce);
 /* Lock-free: some page of [s,e) has its bit set. */

@@ -81,7 +81,9 @@ void wleave(void);
 void async_restore(void);
 
 /* A re-entrant call changed [s,e) (s | 1: it replaced what lazy mode had
- * pending there): forgotten before the lock is released. */
+ * pending there; s | 2: the source of an mremap(MREMAP_DONTUNMAP), whose
+ * VMA's other pages were unlocked too, mmf_map_unlock_joined): forgotten
+ * before the lock is released. */
 void pending_add(uint64_t s, uint64_t e);
 /* Calls that bypass the map (wlock.c, where the rules are).  mmf_bypass_ok:
  * the configuration allows it; mmf_stale: bypassing calls not yet

@@ -539,6 +539,23 @@ void mmf_map_forget(struct mmf_map *m, uint64_t start, uint64_t end)
 	wend(m);
 }
 
+void mmf_map_unlock_joined(struct mmf_map *m, uint64_t start, uint64_t end)
+{
+	struct mmf_rec r;
+	struct mmf_upd u;
+	uint64_t lo = start, hi = end;
+	if (start >= end)
+		return;
+	while (lo && mmf_map_lookup(m, lo - 1, &r) && r.a.lock != MMF_LOCK_NONE && r.start < lo)
+		lo = r.start;
+	while (mmf_map_lookup(m, hi, &r) && r.a.lock != MMF_LOCK_NONE && r.end > hi)
+		hi = r.end;
+	memset(&u, 0, sizeof u);
+	u.fields = MMF_F_LOCK;
+	u.a.lock = MMF_UNKNOWN;
+	(void)mmf_map_update(m, lo, hi, &u);
+}
+
 #define MOVE_MAX 256
 
 void mmf_map_move(struct mmf_map *m, uint64_t old, uint64_t oldlen, uint64_t new_,

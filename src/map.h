@@ -155,6 +155,12 @@ void mmf_map_move(struct mmf_map *m, uint64_t old, uint64_t oldlen,
 		  uint64_t new_, uint64_t newlen, int keep_old);
 /* Mark every record in the range observed and all its fields unknown. */
 void mmf_map_forget(struct mmf_map *m, uint64_t start, uint64_t end);
+/* After a move with MREMAP_DONTUNMAP from [start,end): the kernel cleared
+ * VM_LOCKED and VM_LOCKONFAULT on the whole source VMA (mm/mremap.c), which
+ * may reach past the range on either side, where is not known here: the
+ * mlock state of the range and of the records joined to it that may be
+ * locked (up to a hole or a record known unlocked) becomes unknown. */
+void mmf_map_unlock_joined(struct mmf_map *m, uint64_t start, uint64_t end);
 /* After fork in the child: drop DONTFORK ranges, forget ranges whose
  * DONTFORK state is unknown, clear every mlock state. */
 void mmf_map_fork_child(struct mmf_map *m);

@@ -188,8 +188,12 @@ static void record_mremap(const struct mmf_op *op, long r)
 		return;
 	}
 	mmf_map_move(&map, old, oldlen, nw, newlen, (flags & MREMAP_DONTUNMAP) != 0);
-	if (flags & MREMAP_DONTUNMAP)
+	if (flags & MREMAP_DONTUNMAP) {
 		mmf_map_forget(&map, old, old + oldlen);
+		/* the pages of the source VMA it did not move are unlocked
+		 * too: a later mlock2(MLOCK_ONFAULT) there changes them */
+		mmf_map_unlock_joined(&map, old, old + oldlen);
+	}
 }
 
 /* Applies u to [s,e): through the reader's hint when it still holds, else
@@ -393,7 +397,7 @@ void record(const struct mmf_op *op, long r, struct mmf_hint *h)
 static void forget_range(int stale, uint64_t s, uint64_t e, int prot_only)
 {
 	if (stale)
-		stale_add(s & ~1ull, e, prot_only);
+		stale_add(s & ~3ull, e, prot_only);
 	else
 		pending_add(s, e);
 }
@@ -436,7 +440,12 @@ void reentry_forget(const struct mmf_op *op, long r, int stale)
 	case MMF_K_MREMAP: {
 		uint64_t newlen = ((uint64_t)op->a[2] + page - 1) & ~(uint64_t)(page - 1);
 		touched(op, &s, &e);
-		forget_range(stale, s | 1, e, 0);
+		/* a move with MREMAP_DONTUNMAP unlocked the rest of the
+		 * source VMA too (record_mremap) */
+		if (!mmf_is_err(r) && (op->a[3] & MREMAP_DONTUNMAP))
+			forget_range(stale, s | 3, e, 2);
+		else
+			forget_range(stale, s | 1, e, 0);
 		if (!mmf_is_err(r))
 			forget_range(stale, (uint64_t)r | 1, (uint64_t)r + newlen, 0);
 		/* a failed move may have unmapped its destination (record_mremap) */

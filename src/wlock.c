@@ -120,8 +120,10 @@ void wenter(void)
  *   stale_done.
  * - Every holder, before it releases the lock, makes the listed ranges
  *   unknown (an mprotect's protection only: the range stays owned, every
- *   other attribute is untouched by mprotect; anything else forgotten)
- *   and takes what stale_done counted off both counts.
+ *   other attribute is untouched by mprotect; anything else forgotten,
+ *   and for the source of an mremap(MREMAP_DONTUNMAP) the lock state of
+ *   the locked records joined to it too: mmf_map_unlock_joined) and takes
+ *   what stale_done counted off both counts.
  * - stale_epoch counts bypasses ever begun: a section that shaped a call
  *   (trimmed it to the pages the map says change) forwards the caller's
  *   call as asked as well when the count moved meanwhile, so that the
@@ -141,7 +143,7 @@ enum { SLOT_FREE, SLOT_FILLING, SLOT_DONE };
 /* One page, mapped at start-up (the library's writable segment stays
  * small: check-footprint). */
 struct stale_slot {
-	uint32_t state, prot_only;
+	uint32_t state, prot_only; /* 1: mprotect; 2: an mremap(MREMAP_DONTUNMAP) source */
 	uint64_t s, e;
 };
 #define STALE_SLOTS ((int)(4096 / sizeof(struct stale_slot)))
@@ -174,7 +176,7 @@ void stale_add(uint64_t s, uint64_t e, int prot_only)
 		return;
 	}
 	/* the list is full: every protection unknown (1), or everything (2) */
-	__atomic_fetch_or(&stale_over, prot_only ? 1u : 2u, __ATOMIC_RELEASE);
+	__atomic_fetch_or(&stale_over, prot_only == 1 ? 1u : 2u, __ATOMIC_RELEASE);
 }
 
 void stale_add_all(void) { __atomic_fetch_or(&stale_over, 2u, __ATOMIC_RELEASE); }
@@ -238,10 +240,12 @@ static void stale_drain(void)
 		uint64_t s = sl->s, e = sl->e;
 		int prot_only = (int)sl->prot_only;
 		__atomic_store_n(&sl->state, SLOT_FREE, __ATOMIC_RELEASE);
-		if (prot_only) {
+		if (prot_only == 1) {
 			prot_unknown(s, e);
 		} else {
 			mmf_map_forget(&map, s, e);
+			if (prot_only == 2) /* an mremap(MREMAP_DONTUNMAP) source */
+				mmf_map_unlock_joined(&map, s, e);
 		}
 	}
 	if (d) {
@@ -372,8 +376,10 @@ static void drain(void)
 						 __ATOMIC_RELAXED))
 			continue;
 		if (s & 1) /* the call replaced what lazy mode had pending there */
-			lazy_drop(s & ~1ull, e);
-		mmf_map_forget(&map, s & ~1ull, e);
+			lazy_drop(s & ~3ull, e);
+		mmf_map_forget(&map, s & ~3ull, e);
+		if (s & 2) /* an mremap(MREMAP_DONTUNMAP) source */
+			mmf_map_unlock_joined(&map, s & ~3ull, e);
 	}
 	/* after the list: a handler notes the lock state before it adds its
 	 * range, so one the loop drained has noted it by now */

@@ -34,7 +34,12 @@
  *     destination then fails with ENOMEM;
  *   batch: inside a batch (mmfold.h, weak: absent without mmfold), a call
  *     made at once between queued ones, which it applies first, one of
- *     them failing: its own errno is left as it was. */
+ *     them failing: its own errno is left as it was;
+ *   dontunmap: mremap(MREMAP_DONTUNMAP) clears VM_LOCKED and
+ *     VM_LOCKONFAULT on the whole source VMA, pages it did not move too:
+ *     under the barrier the read-only VMA mprotect made is the kernel's
+ *     whole (not split around the page moved), and mlock2(MLOCK_ONFAULT)
+ *     of pages left there locks them again (not skipped as redundant). */
 #include "common.h"
 
 #define MMFOLD_WEAK
@@ -572,6 +577,37 @@ static void case_batch(void)
 	}
 }
 
+/* Each page's protection and whether it is locked, as the program sees
+ * it (under the barrier, common.h translates write-protection). */
+static void show_locked(const char *tag, const char *a, size_t n)
+{
+	struct pstate st[8];
+	if (n > 8 || page_states((uintptr_t)a, n, st) != 0)
+		exit(3);
+	printf("-- %s:", tag);
+	for (size_t i = 0; i < n; i++)
+		printf(" %.3s%s", st[i].perm, strstr(st[i].flags, "lo") ? "+lo" : "");
+	printf("\n");
+}
+
+static void case_dontunmap(void)
+{
+	printf("== dontunmap\n");
+	char *a = at(40, 6, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1);
+	char *d = arena + 47 * PG; /* page 46 stays the arena's PROT_NONE */
+	say("mlock2(ONFAULT) pages 0-5", mlock2(a, 6 * PG, MLOCK_ONFAULT));
+	say("mprotect(R) pages 2-4", mprotect(a + 2 * PG, 3 * PG, PROT_READ));
+	void *r = mremap(a + 4 * PG, PG, PG, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, d);
+	printf("mremap(page 4, MREMAP_DONTUNMAP): %s\n", r == MAP_FAILED ? ename(errno) : "moved");
+	show_locked("after the move", a, 6);
+	r = mremap(a, PG, PG, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, d);
+	printf("mremap(page 0, MREMAP_DONTUNMAP): %s\n", r == MAP_FAILED ? ename(errno) : "moved");
+	say("mlock2(ONFAULT) page 1", mlock2(a + PG, PG, MLOCK_ONFAULT));
+	say("mlock2(ONFAULT) pages 2-3", mlock2(a + 2 * PG, 2 * PG, MLOCK_ONFAULT));
+	show_locked("locked again", a, 6);
+	say("munlock pages 0-5", munlock(a, 6 * PG));
+}
+
 int main(int argc, char **argv)
 {
 	watchdog(60);
@@ -598,6 +634,8 @@ int main(int argc, char **argv)
 		case_mremapfail();
 	if (!only || !strcmp(only, "batch"))
 		case_batch();
+	if (!only || !strcmp(only, "dontunmap"))
+		case_dontunmap();
 	if (only && !strcmp(only, "seccomp-inherited"))
 		filtered_calls();
 	return 0;
