@@ -149,15 +149,19 @@ struct mmf_safe_state {
 	uint64_t filter_ok;
 };
 #define MMF_FILTERED (1ull << 63)
+/* ... and the program installed one itself (prctl, syscall(SYS_seccomp)):
+ * a sandbox locking itself down (life.c's filter_in_force) */
+#define MMF_FILTER_SELF (1ull << 62)
 /* Under a seccomp filter (question.c): may op be skipped, and the kernel
  * accepted op (1 when that allows skips of a protection the fast path
  * answers, which it must then be told: fast_gate). */
 int mmf_filter_allows(const struct mmf_op *op);
 int mmf_filter_accepted(const struct mmf_op *op);
-void mmf_filter_installed(void);
+void mmf_filter_installed(int self);
 extern struct mmf_safe_state safe_state;
-/* A seccomp filter may be in force: mmfold then makes no system call of
- * its own that the program did not make (life.c's filter_in_force). */
+/* A seccomp filter may be in force: mmfold then makes none of the system
+ * calls of its own that only keep its records exact (life.c's
+ * filter_in_force). */
 static inline int mmf_filtered(void)
 {
 	return (__atomic_load_n(&safe_state.filter_ok, __ATOMIC_RELAXED) & MMF_FILTERED) != 0;

@@ -43,18 +43,26 @@ static int seccomp_filtered(void)
 	return *p == '2';
 }
 
-/* Under a seccomp filter mmfold makes no system call of its own that the
- * program did not make: the filter may kill the process for one (a
- * minijail policy may allow madvise(MADV_DONTDUMP) alone; a sandbox,
- * neither openat nor mincore).  So no huge-page advice (thp_disabled, as
- * under PR_SET_THP_DISABLE: the watches end at the next tick; prctl keeps
- * it set), no placement of new mappings (align_active), no question to
+/* A seccomp filter may kill the process for a system call the program
+ * never makes itself (a minijail policy may allow madvise(MADV_DONTDUMP)
+ * alone; a sandbox, neither openat nor mincore).  Under any filter
+ * (self 0: inherited, as from a container runtime or a service manager)
+ * mmfold drops the calls that only keep its records exact: no question to
  * the kernel about memory without records (decide.c), no fstatfs of a
- * mapped file or shmctl of an attached segment (record.c); skips wait for
- * the kernel to accept each kind of call (question.c). */
-static void filter_in_force(void)
+ * mapped file or shmctl of an attached segment (record.c): the memory is
+ * then not owned.  Under a filter the program installs itself (self 1: a
+ * sandbox locking itself down, whose policy lists what the program calls)
+ * also no huge-page advice (thp_disabled, as under PR_SET_THP_DISABLE: the
+ * watches end at the next tick; prctl keeps it set) and no placement of
+ * new mappings (align_active).  The profiles containers and services run
+ * under allow the calls those make (madvise, mincore, mmap, munmap), and
+ * they are what mmfold is loaded for there.  Skips wait for the kernel to
+ * accept each kind of call in both cases (question.c). */
+static void filter_in_force(int self)
 {
-	mmf_filter_installed();
+	mmf_filter_installed(self);
+	if (!self)
+		return;
 	__atomic_store_n(&folio_policy.thp_disabled, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&folio_policy.align_active, 0, __ATOMIC_RELAXED);
 }
@@ -108,7 +116,7 @@ void mmf_early_init(void)
 			mmf_folio_fault_counts(&folio_policy.sys, folio_policy.faults0);
 	}
 	if (seccomp_filtered())
-		filter_in_force();
+		filter_in_force(0);
 	if (cfg.v[MMF_OPT_LIVE] && mmf_live_init(mode) != 0)
 		mmf_log(0, "mmfold: MMFOLD_LIVE: cannot create /dev/shm/mmfold.<pid>; no live statistics");
 	if (mmf_profile_init((int)cfg.v[MMF_OPT_PROFILE], (int)cfg.v[MMF_OPT_PROFILE_DEPTH]) != 0)
@@ -298,7 +306,8 @@ void mmf_note_prctl(long option, long arg2, long result)
 	if (option == PR_SET_MDWE && result == 0)
 		__atomic_store_n(&safe_state.mdwe, 1, __ATOMIC_RELAXED);
 	if (option == PR_SET_THP_DISABLE && result == 0)
-		__atomic_store_n(&folio_policy.thp_disabled, arg2 != 0 || mmf_filtered(), __ATOMIC_RELAXED);
+		__atomic_store_n(&folio_policy.thp_disabled, arg2 != 0 || (PLD(safe_state.filter_ok) & MMF_FILTER_SELF) != 0,
+				 __ATOMIC_RELAXED);
 	if (option == PR_SET_MDWE && result == 0 && init_state == 2)
 		fast_gate();
 }
@@ -309,7 +318,7 @@ void mmf_note_seccomp(long operation, long result)
 {
 	if (operation != SECCOMP_SET_MODE_FILTER || result < 0)
 		return;
-	filter_in_force();
+	filter_in_force(1);
 	if (init_state == 2)
 		fast_gate();
 }

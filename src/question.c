@@ -104,9 +104,12 @@ int mmf_filter_accepted(const struct mmf_op *op)
 	return b < 8 && !((was >> b) & 1);
 }
 
-void mmf_filter_installed(void)
+void mmf_filter_installed(int self)
 {
-	__atomic_store_n(&safe_state.filter_ok, MMF_FILTERED, __ATOMIC_RELEASE);
+	uint64_t was = __atomic_load_n(&safe_state.filter_ok, __ATOMIC_RELAXED);
+	__atomic_store_n(&safe_state.filter_ok,
+			 MMF_FILTERED | (self || (was & MMF_FILTER_SELF) ? MMF_FILTER_SELF : 0),
+			 __ATOMIC_RELEASE);
 }
 
 /* The skip question for op, or 0 when the call must be forwarded anyway. */

@@ -19,13 +19,16 @@
  *     nothing still get EPERM, and the others still succeed: the filter
  *     installed with syscall(SYS_seccomp), with prctl, and inherited
  *     through execve (mmfold starts under it);
- *   ownsys: under a filter that traps (SIGSYS, counted) the system calls
- *     the program then never makes itself (madvise(MADV_HUGEPAGE or
- *     MADV_COLLAPSE), openat, ioctl, mincore, fstatfs, an mmap of its own
- *     placement), the program's calls that mmfold would follow with one
- *     (a huge reservation and a commit into it, a large mapping touched
- *     and changed many times, a MAP_FIXED mapping inside a malloc chunk,
- *     a file mapping) make none: a filter may kill a process for one;
+ *   ownsys: under a filter the program installs that traps (SIGSYS,
+ *     counted) the system calls it then never makes itself
+ *     (madvise(MADV_HUGEPAGE or MADV_COLLAPSE), openat, ioctl, mincore,
+ *     fstatfs, an mmap of its own placement), the program's calls that
+ *     mmfold would follow with one (a huge reservation and a commit into
+ *     it, a large mapping touched and changed many times, a MAP_FIXED
+ *     mapping inside a malloc chunk, a file mapping) make none: a filter
+ *     may kill a process for one.  Under a filter inherited through
+ *     execve that traps ioctl and fstatfs, the last two make none either
+ *     (README, "Limits": huge-page advice and placement go on there);
  *   foreign: a mapping placed with MAP_FIXED inside a chunk glibc's malloc
  *     mapped itself is unmapped by free() (a call mmfold does not see):
  *     calls on the range then fail with ENOMEM;
@@ -418,9 +421,30 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc_)
 #endif
 }
 
-static int install_trap_filter(void)
+static int trap_sigsys(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = on_sigsys;
+	sa.sa_flags = SA_SIGINFO;
+	return sigaction(SIGSYS, &sa, NULL);
+}
+
+/* all: the full set; else ioctl and fstatfs only (what ld.so and glibc
+ * do not call when a program starts) */
+static int install_trap_filter(int all)
 {
 	enum { TRAP = SECCOMP_RET_TRAP, ALLOW = SECCOMP_RET_ALLOW };
+	struct sock_filter few[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, THIS_ARCH, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, ALLOW),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_ioctl, 2, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_fstatfs, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, ALLOW),
+		BPF_STMT(BPF_RET | BPF_K, TRAP),
+	};
 	struct sock_filter f[] = {
 		/* 0 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
 		/* 1 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, THIS_ARCH, 1, 0),
@@ -456,26 +480,20 @@ static int install_trap_filter(void)
 		/* 28 */ BPF_STMT(BPF_RET | BPF_K, TRAP),
 	};
 	struct sock_fprog prog = {sizeof f / sizeof f[0], f};
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_sigaction = on_sigsys;
-	sa.sa_flags = SA_SIGINFO;
-	if (sigaction(SIGSYS, &sa, NULL) != 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+	if (!all) {
+		prog.len = sizeof few / sizeof few[0];
+		prog.filter = few;
+	}
+	if (trap_sigsys() != 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
 		return -1;
 	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0);
 }
 
-static void case_ownsys(void)
+/* What mmfold follows with calls of its own without a filter, under one:
+ * all, or the two that keep its records exact. */
+static void ownsys_calls(int all, int fd)
 {
-	printf("== ownsys\n");
-	int fd = tmpfile_of(2 * PG);
-	fflush(stdout);
-	pid_t p = fork();
-	if (p == 0) {
-		if (install_trap_filter() != 0) {
-			printf("cannot install the filter: %s\n", ename(errno));
-			_exit(0);
-		}
+	if (all) {
 		char *r = mmap(NULL, RESERVATION, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		printf("reservation: %s\n", r == MAP_FAILED ? ename(errno) : "ok");
 		if (r != MAP_FAILED) {
@@ -495,6 +513,8 @@ static void case_ownsys(void)
 				bad += mprotect(m, PG, (i & 1) ? PROT_READ | PROT_WRITE : PROT_NONE) != 0;
 			printf("400 changes of its first page: %d failed\n", bad);
 		}
+	}
+	{
 		char *k = malloc(1 << 20);
 		char *kp = (char *)(((uintptr_t)k + PG - 1) & ~(uintptr_t)(PG - 1));
 		char *f = mmap(kp, 4 * PG, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
@@ -506,9 +526,35 @@ static void case_ownsys(void)
 		for (int i = 0; i < ntraps && i < 8; i++)
 			printf(" %d", trapped[i]);
 		printf("\n");
-		_exit(0);
 	}
-	child_status(p);
+}
+
+static void case_ownsys(const char *self)
+{
+	printf("== ownsys\n");
+	int fd = tmpfile_of(2 * PG);
+	for (int all = 1; all >= 0; all--) {
+		fflush(stdout);
+		pid_t p = fork();
+		if (p == 0) {
+			printf("-- %s\n", all ? "installed by the program" : "inherited through execve");
+			if (install_trap_filter(all) != 0) {
+				printf("cannot install the filter: %s\n", ename(errno));
+				_exit(0);
+			}
+			if (all) {
+				ownsys_calls(1, fd);
+				_exit(0);
+			}
+			char fds[16];
+			snprintf(fds, sizeof fds, "%d", fd);
+			fflush(stdout);
+			execl(self, self, "ownsys-inherited", fds, (char *)NULL);
+			printf("execl: %s\n", ename(errno));
+			_exit(1);
+		}
+		child_status(p);
+	}
 	close(fd);
 }
 
@@ -627,7 +673,7 @@ int main(int argc, char **argv)
 	if (!only || !strcmp(only, "seccomp"))
 		case_seccomp(argv[0][0] == '/' ? argv[0] : "/proc/self/exe");
 	if (!only || !strcmp(only, "ownsys"))
-		case_ownsys();
+		case_ownsys(argv[0][0] == '/' ? argv[0] : "/proc/self/exe");
 	if (!only || !strcmp(only, "foreign"))
 		case_foreign();
 	if (!only || !strcmp(only, "mremapfail"))
@@ -638,5 +684,7 @@ int main(int argc, char **argv)
 		case_dontunmap();
 	if (only && !strcmp(only, "seccomp-inherited"))
 		filtered_calls();
+	if (only && !strcmp(only, "ownsys-inherited") && argc > 2 && trap_sigsys() == 0)
+		ownsys_calls(0, atoi(argv[2]));
 	return 0;
 }
