@@ -431,16 +431,20 @@ static int trap_sigsys(void)
 }
 
 /* all: the full set; else ioctl and fstatfs only (what ld.so and glibc
- * do not call when a program starts) */
+ * do not call when a program starts), and fstatfs alone under
+ * MMFOLD_BARRIER=uffd, whose barrier (opt-in: README, "Limits") sets
+ * itself up with ioctl calls at start-up */
 static int install_trap_filter(int all)
 {
 	enum { TRAP = SECCOMP_RET_TRAP, ALLOW = SECCOMP_RET_ALLOW };
+	const char *barrier = getenv("MMFOLD_BARRIER");
+	unsigned ioctl_nr = barrier && !strcmp(barrier, "uffd") ? ~0u : (unsigned)SYS_ioctl;
 	struct sock_filter few[] = {
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, THIS_ARCH, 1, 0),
 		BPF_STMT(BPF_RET | BPF_K, ALLOW),
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_ioctl, 2, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ioctl_nr, 2, 0),
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_fstatfs, 1, 0),
 		BPF_STMT(BPF_RET | BPF_K, ALLOW),
 		BPF_STMT(BPF_RET | BPF_K, TRAP),
