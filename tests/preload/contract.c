@@ -318,15 +318,20 @@ static void case_gap(void)
 #define THIS_ARCH AUDIT_ARCH_AARCH64
 #endif
 
+/* The filters' first four steps: calls of another architecture pass; the
+ * system call's number is loaded. */
+#define FILTER_HEAD                                                                    \
+	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),       \
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, THIS_ARCH, 1, 0),                  \
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),                          \
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr))
+
 /* mprotect and pkey_mprotect with PROT_EXEC, and madvise(MADV_DODUMP):
  * EPERM (args[2]'s low word, little-endian) */
 static int install_filter(int how)
 {
 	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, THIS_ARCH, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		FILTER_HEAD,
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mprotect, 2, 0),
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_pkey_mprotect, 1, 0),
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_madvise, 3, 6),
@@ -440,20 +445,14 @@ static int install_trap_filter(int all)
 	const char *barrier = getenv("MMFOLD_BARRIER");
 	unsigned ioctl_nr = barrier && !strcmp(barrier, "uffd") ? ~0u : (unsigned)SYS_ioctl;
 	struct sock_filter few[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, THIS_ARCH, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, ALLOW),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		FILTER_HEAD,
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ioctl_nr, 2, 0),
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_fstatfs, 1, 0),
 		BPF_STMT(BPF_RET | BPF_K, ALLOW),
 		BPF_STMT(BPF_RET | BPF_K, TRAP),
 	};
 	struct sock_filter f[] = {
-		/* 0 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		/* 1 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, THIS_ARCH, 1, 0),
-		/* 2 */ BPF_STMT(BPF_RET | BPF_K, ALLOW),
-		/* 3 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		/* 0-3 */ FILTER_HEAD,
 		/* 4 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_madvise, 6, 0),
 		/* 5 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mmap, 10, 0),
 		/* 6 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat, 8, 0),
