@@ -115,8 +115,10 @@ void mmf_early_init(void)
 		if (cfg.v[MMF_OPT_STATS])
 			mmf_folio_fault_counts(&folio_policy.sys, folio_policy.faults0);
 	}
+	/* after the policy above: a filter the program installed before
+	 * this (from another library's constructor) stays its own */
 	if (seccomp_filtered())
-		filter_in_force(0);
+		filter_in_force((PLD(safe_state.filter_ok) & MMF_FILTER_SELF) != 0);
 	if (cfg.v[MMF_OPT_LIVE] && mmf_live_init(mode) != 0)
 		mmf_log(0, "mmfold: MMFOLD_LIVE: cannot create /dev/shm/mmfold.<pid>; no live statistics");
 	if (mmf_profile_init((int)cfg.v[MMF_OPT_PROFILE], (int)cfg.v[MMF_OPT_PROFILE_DEPTH]) != 0)
