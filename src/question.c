@@ -4,7 +4,9 @@
 #include "core.h"
 
 #include <linux/capability.h>
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
 #include "fmt.h"
@@ -43,18 +45,31 @@ void touched(const struct mmf_op *op, uint64_t *s, uint64_t *e)
 
 /* May a redundant mlock be answered without the kernel?  The kernel still
  * checks the RLIMIT_MEMLOCK / CAP_IPC_LOCK permission on a no-op, and that
- * can change after the range was locked. */
+ * can change after the range was locked.  Not under a seccomp filter: the
+ * two or three calls asked here are mmfold's own, and a filter may kill
+ * the process for them (life.c's filter_in_force). */
 int mlock_permitted(void)
 {
+	if (mmf_filtered())
+		return 0;
 	struct rlimit rl;
 	if (mmf_sys6(SYS_prlimit64, 0, RLIMIT_MEMLOCK, 0, (long)&rl, 0, 0) == 0 &&
 	    rl.rlim_cur == RLIM_INFINITY)
 		return 1;
 	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
 	struct __user_cap_data_struct d[2];
-	if (mmf_sys6(SYS_capget, (long)&h, (long)d, 0, 0, 0, 0) != 0)
+	if (mmf_sys6(SYS_capget, (long)&h, (long)d, 0, 0, 0, 0) != 0 ||
+	    !((d[CAP_IPC_LOCK / 32].effective >> (CAP_IPC_LOCK % 32)) & 1))
 		return 0;
-	return (d[CAP_IPC_LOCK / 32].effective >> (CAP_IPC_LOCK % 32)) & 1;
+	/* The kernel asks capable(CAP_IPC_LOCK), a capability in the initial
+	 * user namespace, and capget() answers for the caller's own: after
+	 * unshare(CLONE_NEWUSER) it shows every capability while the kernel
+	 * grants none (a repeated mlock2(MLOCK_ONFAULT) over a lowered
+	 * RLIMIT_MEMLOCK fails with ENOMEM).  The initial namespace's inode
+	 * is fixed (PROC_USER_INIT_INO); no /proc: not proven. */
+	struct stat st;
+	return mmf_sys6(SYS_newfstatat, AT_FDCWD, (long)"/proc/self/ns/user", (long)&st, 0, 0, 0) == 0 &&
+	       st.st_ino == 0xEFFFFFFDu;
 }
 
 /* ---- seccomp filters ---------------------------------------------------- */

@@ -42,7 +42,13 @@
  *     VM_LOCKONFAULT on the whole source VMA, pages it did not move too:
  *     under the barrier the read-only VMA mprotect made is the kernel's
  *     whole (not split around the page moved), and mlock2(MLOCK_ONFAULT)
- *     of pages left there locks them again (not skipped as redundant). */
+ *     of pages left there locks them again (not skipped as redundant);
+ *   lockperm: mlock2(MLOCK_ONFAULT) of a range already so locked, in a
+ *     child: after RLIMIT_MEMLOCK is lowered below it and the child enters
+ *     a user namespace of its own (capget() then shows CAP_IPC_LOCK, but
+ *     the kernel asks the initial namespace) it fails with ENOMEM; under a
+ *     filter that kills the process for capget and prlimit64, which the
+ *     program never calls, the repeated call still succeeds. */
 #include "common.h"
 
 #define MMFOLD_WEAK
@@ -53,7 +59,9 @@
 #include <linux/seccomp.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <sched.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/auxv.h>
 #include <sys/personality.h>
 #include <sys/wait.h>
@@ -657,12 +665,78 @@ static void case_dontunmap(void)
 	say("munlock pages 0-5", munlock(a, 6 * PG));
 }
 
+/* Kills the process for capget and prlimit64 (getrlimit's system call). */
+static int install_kill_filter(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, THIS_ARCH, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_capget, 1, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_prlimit64, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {sizeof f / sizeof f[0], f};
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		return -1;
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0);
+}
+
+/* n pages of a new mapping (the arena's pages may have lost their records
+ * in the cases before). */
+static char *fresh(size_t n)
+{
+	char *a = mmap(NULL, n * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (a == MAP_FAILED) {
+		printf("mmap: %s\n", ename(errno));
+		_exit(3);
+	}
+	return a;
+}
+
+static void case_lockperm(void)
+{
+	printf("== lockperm\n");
+	pid_t p = fork();
+	if (p == 0) {
+		char *a = fresh(4);
+		say("mlock2(ONFAULT)", mlock2(a, 4 * PG, MLOCK_ONFAULT));
+		struct rlimit rl = {PG, PG};
+		say("setrlimit(MEMLOCK, 1 page)", setrlimit(RLIMIT_MEMLOCK, &rl));
+		/* the answer is the same with and without mmfold where the
+		 * kernel refuses user namespaces */
+		printf("unshare(CLONE_NEWUSER) %s\n", unshare(CLONE_NEWUSER) == 0 ? "done" : "refused");
+		say("mlock2(ONFAULT) again", mlock2(a, 4 * PG, MLOCK_ONFAULT));
+		say("mlock2(ONFAULT) once more", mlock2(a, 4 * PG, MLOCK_ONFAULT));
+		fflush(stdout);
+		_exit(0);
+	}
+	child_status(p);
+	p = fork();
+	if (p == 0) {
+		char *a = fresh(4);
+		say("mlock2(ONFAULT)", mlock2(a, 4 * PG, MLOCK_ONFAULT));
+		say("kill filter", install_kill_filter());
+		say("mlock2(ONFAULT) under it", mlock2(a, 4 * PG, MLOCK_ONFAULT));
+		say("mlock2(ONFAULT) once more", mlock2(a, 4 * PG, MLOCK_ONFAULT));
+		fflush(stdout);
+		_exit(0);
+	}
+	child_status(p);
+}
+
 int main(int argc, char **argv)
 {
 	watchdog(60);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	arena = (char *)reserve_arena(64);
 	const char *only = argc > 1 ? argv[1] : NULL;
+	/* first: the skip it tests needs a process whose records earlier
+	 * cases left alone */
+	if (!only || !strcmp(only, "lockperm"))
+		case_lockperm();
 	if (!only || !strcmp(only, "mlock"))
 		case_mlock();
 	if (!only || !strcmp(only, "rie"))
