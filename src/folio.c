@@ -54,7 +54,30 @@ static void size_path(char *out, uint64_t kb, const char *leaf)
 	memcpy(p, leaf, strlen(leaf) + 1);
 }
 
-void mmf_folio_probe(struct mmf_folio_sys *f)
+/* One size's setting (hugepages-<kb>kB/enabled), kept in order of size. */
+static void probe_size(struct mmf_folio_sys *f, uint64_t kb)
+{
+	char path[160], buf[256];
+	if (!kb || f->nsizes == MMF_FOLIO_SIZES)
+		return;
+	size_path(path, kb, "enabled");
+	if (mmf_sys_read_small(path, buf, sizeof buf) < 0)
+		return;
+	int st = parse_setting(buf);
+	if (st == -2)
+		st = f->top;
+	/* insert sorted */
+	int i = f->nsizes++;
+	while (i > 0 && f->size[i - 1] > kb * 1024) {
+		f->size[i] = f->size[i - 1];
+		f->state[i] = f->state[i - 1];
+		i--;
+	}
+	f->size[i] = kb * 1024;
+	f->state[i] = st;
+}
+
+void mmf_folio_probe(struct mmf_folio_sys *f, int by_name)
 {
 	char buf[256];
 	memset(f, 0, sizeof *f);
@@ -70,7 +93,13 @@ void mmf_folio_probe(struct mmf_folio_sys *f)
 	f->top = parse_setting(buf);
 	if (f->top < 0)
 		f->top = MMF_THP_NEVER;
-
+	if (by_name) {
+		/* every size a folio can have (a power of two, 8 kB to 16 GiB)
+		 * asked by name: no directory listing */
+		for (uint64_t kb = 8; kb <= (16ull << 20); kb <<= 1)
+			probe_size(f, kb);
+		return;
+	}
 	long fd = mmf_sys_open(THP_DIR, O_RDONLY | O_DIRECTORY, 0);
 	if (fd < 0)
 		return;
@@ -92,24 +121,8 @@ void mmf_folio_probe(struct mmf_folio_sys *f)
 			const char *q = d->name + 10;
 			while (*q >= '0' && *q <= '9')
 				kb = kb * 10 + (uint64_t)(*q++ - '0');
-			if (strcmp(q, "kB") || !kb || f->nsizes == MMF_FOLIO_SIZES)
-				continue;
-			char path[160];
-			size_path(path, kb, "enabled");
-			if (mmf_sys_read_small(path, buf, sizeof buf) < 0)
-				continue;
-			int st = parse_setting(buf);
-			if (st == -2)
-				st = f->top;
-			/* insert sorted */
-			int i = f->nsizes++;
-			while (i > 0 && f->size[i - 1] > kb * 1024) {
-				f->size[i] = f->size[i - 1];
-				f->state[i] = f->state[i - 1];
-				i--;
-			}
-			f->size[i] = kb * 1024;
-			f->state[i] = st;
+			if (!strcmp(q, "kB"))
+				probe_size(f, kb);
 		}
 	}
 	mmf_sys_close((int)fd);

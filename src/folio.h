@@ -20,7 +20,9 @@ struct mmf_folio_sys {
 };
 
 /* Reads the system's settings into *f (all never when THP is absent). */
-void mmf_folio_probe(struct mmf_folio_sys *f);
+/* by_name: each possible size asked by name instead of listing the
+ * directory (under a seccomp filter, which may not allow getdents64). */
+void mmf_folio_probe(struct mmf_folio_sys *f, int by_name);
 
 /* Does any folio size get used for a VMA that has MADV_HUGEPAGE?  That is
  * when advising pays: some size is "madvise" (an "always" size needs no

@@ -28,19 +28,50 @@ static int fini_done;
 
 extern char **environ;
 
-/* A seccomp filter is in force ("Seccomp:\t2" in /proc/self/status: one
- * inherited from a service manager or a container runtime). */
-static int seccomp_filtered(void)
+/* A field of /proc/self/status: its first character after the blanks,
+ * or 0. */
+static char status_field(const char *buf, const char *name)
 {
-	char buf[2048]; /* the line is at about byte 900 */
-	if (mmf_sys_read_small("/proc/self/status", buf, sizeof buf) <= 0)
-		return 0;
-	const char *p = strstr(buf, "\nSeccomp:");
+	const char *p = strstr(buf, name);
 	if (!p)
 		return 0;
-	for (p += 9; *p == ' ' || *p == '\t'; p++)
+	for (p += strlen(name); *p == ' ' || *p == '\t'; p++)
 		;
-	return *p == '2';
+	return *p;
+}
+
+/* A seccomp filter is in force ("Seccomp:\t2" in /proc/self/status: one
+ * inherited from a service manager or a container runtime, or one the
+ * program installed before mmfold started); *thp_off: THP_enabled is 0
+ * (PR_SET_THP_DISABLE, inherited). */
+static int seccomp_filtered(int *thp_off)
+{
+	char buf[2048]; /* the lines are at about byte 900 */
+	*thp_off = 0;
+	if (mmf_sys_read_small("/proc/self/status", buf, sizeof buf) <= 0)
+		return 0;
+	*thp_off = status_field(buf, "\nTHP_enabled:") == '0';
+	return status_field(buf, "\nSeccomp:") == '2';
+}
+
+/* The personality, from /proc/self/personality (under a filter, which
+ * may not allow the personality system call): unreadable, it counts as
+ * READ_IMPLIES_EXEC (mprotect never skipped). */
+static long personality_read(void)
+{
+	char buf[32];
+	long n = mmf_sys_read_small("/proc/self/personality", buf, sizeof buf);
+	if (n <= 0)
+		return READ_IMPLIES_EXEC;
+	long v = 0;
+	for (long i = 0; i < n; i++) {
+		char c = buf[i];
+		int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+		if (d < 0)
+			return i ? v : READ_IMPLIES_EXEC;
+		v = v * 16 + d;
+	}
+	return v;
 }
 
 /* A seccomp filter may kill the process for a system call the program
@@ -95,16 +126,25 @@ void mmf_early_init(void)
 	if (ss->verify)
 		mmf_verify_prepare();
 	ss->tracing = cfg.v[MMF_OPT_LOG] >= 3;
-	long pers = mmf_sys6(SYS_personality, 0xffffffff, 0, 0, 0, 0, 0);
+	/* A filter is looked for first: under one, start-up makes none of
+	 * the calls the program may not make itself (personality, prctl, the
+	 * huge-page probe's getdents64), which the filter may kill the
+	 * process for; reading /proc (openat, read, close) is what ld.so did
+	 * to load this library.  MDWE, which /proc does not show, is then
+	 * taken as set (write+execute requests forwarded). */
+	int thp_off;
+	int filtered = seccomp_filtered(&thp_off);
+	long pers = filtered ? personality_read() : mmf_sys6(SYS_personality, 0xffffffff, 0, 0, 0, 0, 0);
 	ss->rie = pers >= 0 && (pers & READ_IMPLIES_EXEC);
-	long md = mmf_sys6(SYS_prctl, PR_GET_MDWE, 0, 0, 0, 0, 0);
+	long md = filtered ? 1 : mmf_sys6(SYS_prctl, PR_GET_MDWE, 0, 0, 0, 0, 0);
 	ss->mdwe = md > 0;
 	if (mode >= MMF_MODE_SAFE &&
 	    (cfg.v[MMF_OPT_THP] != MMF_THP_OFF || cfg.v[MMF_OPT_ALIGN] != MMF_ALIGN_OFF ||
 	     cfg.v[MMF_OPT_SHAPE] != MMF_SHAPE_OFF)) {
-		mmf_folio_probe(&folio_policy.sys);
+		mmf_folio_probe(&folio_policy.sys, filtered);
 		mmf_shape_init((int)cfg.v[MMF_OPT_SHAPE], &folio_policy.sys);
-		folio_policy.thp_disabled = mmf_sys6(SYS_prctl, PR_GET_THP_DISABLE, 0, 0, 0, 0, 0) > 0;
+		folio_policy.thp_disabled =
+			filtered ? thp_off : mmf_sys6(SYS_prctl, PR_GET_THP_DISABLE, 0, 0, 0, 0, 0) > 0;
 		folio_policy.thp_active =
 			(cfg.v[MMF_OPT_THP] == MMF_THP_AUTO && mmf_folio_advice_pays(&folio_policy.sys)) ||
 			(cfg.v[MMF_OPT_THP] == MMF_THP_ADVISE && mmf_folio_any(&folio_policy.sys));
@@ -117,7 +157,7 @@ void mmf_early_init(void)
 	}
 	/* after the policy above: a filter the program installed before
 	 * this (from another library's constructor) stays its own */
-	if (seccomp_filtered())
+	if (filtered)
 		filter_in_force((PLD(safe_state.filter_ok) & MMF_FILTER_SELF) != 0);
 	if (cfg.v[MMF_OPT_LIVE] && mmf_live_init(mode) != 0)
 		mmf_log(0, "mmfold: MMFOLD_LIVE: cannot create /dev/shm/mmfold.<pid>; no live statistics");
@@ -131,7 +171,7 @@ void mmf_early_init(void)
 		(void)mmf_stale_init(); /* on failure no call bypasses the map */
 	if (mode >= MMF_MODE_SAFE && cfg.v[MMF_OPT_WX] != MMF_WX_OFF) {
 		if (!folio_policy.sys.nsizes && cfg.v[MMF_OPT_THP] != MMF_THP_OFF)
-			mmf_folio_probe(&folio_policy.sys);
+			mmf_folio_probe(&folio_policy.sys, filtered);
 		struct mmf_wx_env we = {&map, page, (int)cfg.v[MMF_OPT_WX], folio_policy.thp_active,
 					&folio_policy.thp_disabled, &safe_state.mdwe, &folio_policy.sys};
 		mmf_wx_init(&we);

@@ -29,6 +29,9 @@
  *     may kill a process for one.  Under a filter inherited through
  *     execve that traps ioctl and fstatfs, the last two make none either
  *     (README, "Limits": huge-page advice and placement go on there);
+ *   startfilter: a program started under a filter that kills the process
+ *     for personality, prctl and getdents64, which it never calls, runs
+ *     (mmfold's start-up made them before it looked for a filter);
  *   foreign: a mapping placed with MAP_FIXED inside a chunk glibc's malloc
  *     mapped itself is unmapped by free() (a call mmfold does not see):
  *     calls on the range then fail with ENOMEM;
@@ -569,6 +572,43 @@ static void case_ownsys(const char *self)
 	close(fd);
 }
 
+static void case_startfilter(const char *self)
+{
+	printf("== startfilter\n");
+	fflush(stdout);
+	pid_t p = fork();
+	if (p == 0) {
+		struct sock_filter f[] = {
+			FILTER_HEAD,
+			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_personality, 2, 0),
+			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_prctl, 1, 0),
+			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getdents64, 0, 1),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		};
+		struct sock_fprog prog = {sizeof f / sizeof f[0], f};
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+		    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0) {
+			printf("cannot install the filter: %s\n", ename(errno));
+			_exit(0);
+		}
+		execl(self, self, "startfilter-exec", (char *)NULL);
+		printf("execl: %s\n", ename(errno));
+		_exit(1);
+	}
+	child_status(p);
+}
+
+/* Under startfilter's filter, after execve. */
+static void startfilter_exec(void)
+{
+	char *a = at(50, 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1);
+	say("mprotect(R)", mprotect(a, PG, PROT_READ));
+	say("mprotect(R) again", mprotect(a, PG, PROT_READ));
+	say("madvise(DONTDUMP)", madvise(a, 2 * PG, MADV_DONTDUMP));
+	say("madvise(DONTDUMP) again", madvise(a, 2 * PG, MADV_DONTDUMP));
+}
+
 static void case_foreign(void)
 {
 	printf("== foreign\n");
@@ -751,6 +791,8 @@ int main(int argc, char **argv)
 		case_seccomp(argv[0][0] == '/' ? argv[0] : "/proc/self/exe");
 	if (!only || !strcmp(only, "ownsys"))
 		case_ownsys(argv[0][0] == '/' ? argv[0] : "/proc/self/exe");
+	if (!only || !strcmp(only, "startfilter"))
+		case_startfilter(argv[0][0] == '/' ? argv[0] : "/proc/self/exe");
 	if (!only || !strcmp(only, "foreign"))
 		case_foreign();
 	if (!only || !strcmp(only, "mremapfail"))
@@ -759,6 +801,8 @@ int main(int argc, char **argv)
 		case_batch();
 	if (!only || !strcmp(only, "dontunmap"))
 		case_dontunmap();
+	if (only && !strcmp(only, "startfilter-exec"))
+		startfilter_exec();
 	if (only && !strcmp(only, "seccomp-inherited"))
 		filtered_calls();
 	if (only && !strcmp(only, "ownsys-inherited") && argc > 2 && trap_sigsys() == 0)
