@@ -3,6 +3,7 @@
  * mapping alignment are asked on the way.  See docs/DESIGN.md. */
 #include "core.h"
 
+#include <errno.h>
 #include <sys/mman.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
@@ -81,6 +82,15 @@ static int kernel_maps_any(uint64_t s, uint64_t e)
 	/* under a seccomp filter, no call of mmfold's own (life.c's
 	 * filter_in_force): taken as mapped */
 	return mmf_filtered() || mmf_kernel_maps_any(s, e);
+}
+
+/* mremap's source range, for mmf_thp_join (writer lock held). */
+static int thp_join_range(const struct mmf_op *op)
+{
+	uint64_t s, e;
+	if (((uint64_t)op->a[0] & (page - 1)) || !span((uint64_t)op->a[0], (uint64_t)op->a[1], &s, &e))
+		return 0;
+	return mmf_thp_join(s, e);
 }
 
 static int fixed_over_foreign(const struct mmf_op *op)
@@ -221,6 +231,11 @@ long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 			r = forward(op, t, asked);
 	}
 	else if (!(k == MMF_K_MREMAP && mode >= MMF_MODE_SAFE && mremap_aligned(&folio_policy, op, t, &r)))
+		r = forward(op, t, asked);
+	/* an mremap across VMAs that mmfold's huge-page advice kept apart
+	 * (README.md, "Large folios"): once more, the VMAs merged */
+	if (k == MMF_K_MREMAP && r == -EFAULT && mode >= MMF_MODE_SAFE && op->a[1] &&
+	    !(PLD(ss->filter_ok) & MMF_FILTER_SELF) && thp_join_range(op))
 		r = forward(op, t, asked);
 	record(op, r, &hint);
 	if (mode >= MMF_MODE_SAFE)

@@ -149,7 +149,8 @@ void mmf_early_init(void)
 			(cfg.v[MMF_OPT_THP] == MMF_THP_AUTO && mmf_folio_advice_pays(&folio_policy.sys)) ||
 			(cfg.v[MMF_OPT_THP] == MMF_THP_ADVISE && mmf_folio_any(&folio_policy.sys));
 		folio_policy.align_active = cfg.v[MMF_OPT_ALIGN] != MMF_ALIGN_OFF;
-		if (folio_policy.thp_active && cfg.v[MMF_OPT_THP] == MMF_THP_AUTO)
+		/* advise too: mmf_thp_join reads the map there */
+		if (folio_policy.thp_active)
 			mmf_thp_init(&map, page, mmf_folio_advice_size(&folio_policy.sys),
 				     folio_policy.sys.max_ptes_none);
 		if (cfg.v[MMF_OPT_STATS])

@@ -100,7 +100,7 @@ static void record_mmap(struct mmf_safe_state *ss, const struct mmf_op *op, long
 	 * A range the program marked MADV_NOHUGEPAGE never is, nor a MAP_STACK
 	 * mapping (the kernel marks those MADV_NOHUGEPAGE itself on recent
 	 * kernels). */
-	int advise = 0, watch = 0;
+	int advise = 0, watch = 0, joined = 0;
 	if (anon && (flags & MAP_STACK))
 		a.adv_known &= (uint8_t)~(MMF_ADV_HUGEPAGE | MMF_ADV_NOHUGEPAGE);
 	if (folio_policy.thp_active && !PLD(folio_policy.thp_disabled) && a.owned && anon &&
@@ -117,6 +117,16 @@ static void record_mmap(struct mmf_safe_state *ss, const struct mmf_op *op, long
 			advise = d == MMF_THP_NOW;
 			watch = d == MMF_THP_LATER;
 		}
+		/* A small mapping next to one mmfold advised and alike in
+		 * all else: without mmfold the kernel would have made them one
+		 * VMA (an mremap across both works, a move with
+		 * MREMAP_DONTUNMAP unlocks both), so it gets the advice too,
+		 * before a first touch gives it an anon_vma of its own (after
+		 * which the two never merge).  Small: holding no huge block
+		 * of its own, it costs no memory unless it ends an unaligned
+		 * neighbour. */
+		if (!advise && !big && mmf_thp_join_next_to(s, e, &a))
+			advise = joined = 1;
 	}
 	/* the lowest address the kernel's own search gave: a caller's hint
 	 * may lie anywhere (below it, the room a brk heap grows into) */
@@ -132,6 +142,8 @@ static void record_mmap(struct mmf_safe_state *ss, const struct mmf_op *op, long
 		mmf_map_update(&map, s, e, &u);
 		mmf_event(MMF_E_THP_ADVISED);
 		mmf_event_add(MMF_E_THP_BYTES, e - s);
+		if (joined)
+			mmf_event(MMF_E_THP_JOINED);
 	}
 	if (watch && mmf_thp_watch(s, e) == 0)
 		mmf_event(MMF_E_THP_WATCHED);

@@ -57,6 +57,7 @@ enum {
 	X(THP_WATCHED, "thp_watched")     /* mappings watched for density (auto) */ \
 	X(THP_LOOKS, "thp_looks")         /* residency reads of watched mappings */ \
 	X(THP_DENSE, "thp_advised_dense") /* of thp_advised: found dense later */ \
+	X(THP_JOINED, "thp_joined")       /* neighbours advised for an mremap */ \
 	X(ALIGNED, "aligned")             /* mappings placed folio-aligned */   \
 	X(ALIGNED_BYTES, "aligned_bytes")                                      \
 	X(ALIGN_OVERMAP, "align_overmapped") /* took the map-and-trim path */   \

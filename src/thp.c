@@ -153,10 +153,10 @@ static int measure(uint64_t s, uint64_t e, struct mmf_thp_use *u)
 	return 0;
 }
 
-static void advise(uint64_t s, uint64_t e)
+static int advise_only(uint64_t s, uint64_t e)
 {
 	if (mmf_sys6(SYS_madvise, (long)s, (long)(e - s), MADV_HUGEPAGE, 0, 0, 0) != 0)
-		return;
+		return 0;
 	struct mmf_upd u;
 	memset(&u, 0, sizeof u);
 	u.adv_set_mask = MMF_ADV_HUGEPAGE | MMF_ADV_OURS;
@@ -164,7 +164,93 @@ static void advise(uint64_t s, uint64_t e)
 	mmf_map_update(map, s, e, &u);
 	mmf_event(MMF_E_THP_ADVISED);
 	mmf_event_add(MMF_E_THP_BYTES, e - s);
-	mmf_event(MMF_E_THP_DENSE);
+	return 1;
+}
+
+static void advise(uint64_t s, uint64_t e)
+{
+	if (advise_only(s, e))
+		mmf_event(MMF_E_THP_DENSE);
+}
+
+enum {
+	/* the VMA flags mmfold's records follow (the kernel merges two VMAs
+	 * only when they are equal), and the private anonymous mark */
+	JOIN_KNOWN = MMF_ADV_HUGEPAGE | MMF_ADV_NOHUGEPAGE | MMF_ADV_DONTFORK | MMF_ADV_DONTDUMP |
+		     MMF_ADV_WIPEONFORK | MMF_ADV_WX | MMF_ADV_ANON,
+	JOIN_SAME = MMF_ADV_DONTFORK | MMF_ADV_DONTDUMP | MMF_ADV_WIPEONFORK | MMF_ADV_WX,
+};
+
+int mmf_thp_join_fits(const struct mmf_attr *a)
+{
+	if (!a->owned || a->sealed != 0 || a->prot == MMF_UNKNOWN || a->lock == MMF_UNKNOWN)
+		return 0;
+	if ((a->adv_known & JOIN_KNOWN) != JOIN_KNOWN || !(a->adv_set & MMF_ADV_ANON) ||
+	    (a->adv_set & MMF_ADV_NOHUGEPAGE))
+		return 0;
+	/* huge-page advice only where it is mmfold's own */
+	return !(a->adv_set & MMF_ADV_HUGEPAGE) ||
+	       ((a->adv_known & MMF_ADV_OURS) && (a->adv_set & MMF_ADV_OURS));
+}
+
+int mmf_thp_join_alike(const struct mmf_attr *x, const struct mmf_attr *y)
+{
+	return x->prot == y->prot && x->lock == y->lock && x->pkey == y->pkey &&
+	       (x->adv_set & JOIN_SAME) == (y->adv_set & JOIN_SAME);
+}
+
+static int advised_alike(const struct mmf_rec *r, const struct mmf_attr *a)
+{
+	return mmf_thp_join_fits(&r->a) && (r->a.adv_set & MMF_ADV_HUGEPAGE) &&
+	       mmf_thp_join_alike(&r->a, a);
+}
+
+int mmf_thp_join_next_to(uint64_t s, uint64_t e, const struct mmf_attr *a)
+{
+	struct mmf_rec r;
+	if (!map || !mmf_thp_join_fits(a) || (a->adv_set & MMF_ADV_HUGEPAGE))
+		return 0;
+	if (s >= page && mmf_map_lookup(map, s - page, &r) && r.end == s && advised_alike(&r, a))
+		return 1;
+	return mmf_map_lookup(map, e, &r) && r.start == e && advised_alike(&r, a);
+}
+
+int mmf_thp_join(uint64_t s, uint64_t e)
+{
+	struct mmf_rec r;
+	struct mmf_attr first = {0};
+	int ours = 0, plain = 0;
+	if (!map) /* no huge-page advice in this process (mmf_thp_init) */
+		return 0;
+	for (uint64_t a = s; a < e; a = r.end) {
+		if (!mmf_map_lookup(map, a, &r) || !mmf_thp_join_fits(&r.a))
+			return 0;
+		if (a == s)
+			first = r.a;
+		else if (!mmf_thp_join_alike(&first, &r.a))
+			return 0;
+		if (r.a.adv_set & MMF_ADV_HUGEPAGE)
+			ours = 1;
+		else
+			plain = 1;
+	}
+	if (!ours || !plain)
+		return 0;
+	int done = 0;
+	for (uint64_t a = s; a < e; a = r.end) {
+		if (!mmf_map_lookup(map, a, &r))
+			break;
+		if (r.a.adv_set & MMF_ADV_HUGEPAGE)
+			continue;
+		uint64_t re = r.end < e ? r.end : e;
+		if (!advise_only(a, re))
+			break;
+		done = 1;
+		r.end = re;
+	}
+	if (done)
+		mmf_event(MMF_E_THP_JOINED);
+	return done;
 }
 
 void mmf_thp_tick(int thp_off)

@@ -84,6 +84,28 @@ int mmf_thp_watch(uint64_t s, uint64_t e);
  * program disabled THP (PR_SET_THP_DISABLE): stop watching. */
 void mmf_thp_tick(int thp_off);
 
+/* mremap of [s,e) failed with EFAULT (writer lock held).  Where the
+ * range is memory mmfold mapped, all of it known and alike but for the
+ * MADV_HUGEPAGE mmfold gave part of it (which keeps the kernel from
+ * merging those VMAs with the rest: without mmfold they would be one),
+ * the rest of [s,e) gets the same advice, so that the VMAs merge as they
+ * would have.  Returns 1 when it advised something (try the call again),
+ * else 0. */
+int mmf_thp_join(uint64_t s, uint64_t e);
+
+/* A new mapping [s,e) with attributes *a (not yet recorded): is the
+ * record just before it or just after it mmfold's huge-page advice on
+ * memory alike in all else (mmf_thp_join's test)?  Then without that
+ * advice the kernel would have merged the two. */
+int mmf_thp_join_next_to(uint64_t s, uint64_t e, const struct mmf_attr *a);
+
+/* What mmf_thp_join asks of one record, pure: may its VMA differ from
+ * its neighbours' only by mmfold's huge-page advice? */
+int mmf_thp_join_fits(const struct mmf_attr *a);
+/* ...and of two records of the range: alike in everything else that
+ * keeps VMAs apart (protection, lock, key, the other advice). */
+int mmf_thp_join_alike(const struct mmf_attr *x, const struct mmf_attr *y);
+
 /* Watched mappings now (for tests and the report). */
 int mmf_thp_watching(void);
 

@@ -51,7 +51,13 @@
  *     a user namespace of its own (capget() then shows CAP_IPC_LOCK, but
  *     the kernel asks the initial namespace) it fails with ENOMEM; under a
  *     filter that kills the process for capget and prlimit64, which the
- *     program never calls, the repeated call still succeeds. */
+ *     program never calls, the repeated call still succeeds;
+ *   thpjoin: an mremap across a mapping mmfold gave huge-page advice and
+ *     a neighbour alike in all else, which without mmfold are one VMA:
+ *     a small mapping placed next to a committed reservation and touched,
+ *     and a neighbour merged at its mapping that the advice of the dense
+ *     mapping next to it split off again, untouched; both moves
+ *     succeed and keep the data. */
 #include "common.h"
 
 #define MMFOLD_WEAK
@@ -767,6 +773,55 @@ static void case_lockperm(void)
 	child_status(p);
 }
 
+/* mremap [p, p+len) to twice its size and show what came of it. */
+static void grow(const char *what, char *p, size_t len, size_t probe)
+{
+	char *m = mremap(p, len, 2 * len, MREMAP_MAYMOVE);
+	if (m == MAP_FAILED) {
+		printf("mremap %s: %s\n", what, ename(errno));
+		return;
+	}
+	printf("mremap %s: moved, first byte %d, byte %zu %d\n", what, m[0], probe, m[probe]);
+	munmap(m, 2 * len);
+}
+
+static void case_thpjoin(void)
+{
+	printf("== thpjoin\n");
+	const size_t R = 4u << 20, S = 16 * PG;
+	char *room = mmap(NULL, 4 * R, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (room == MAP_FAILED || munmap(room, 4 * R) != 0)
+		exit(3);
+	/* a reservation (advised at once), committed, touched at its end;
+	 * then a small mapping right after it, touched */
+	char *a = mmap(room, R, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	say("reservation", a == room ? 0 : -1);
+	say("commit", mprotect(a, R, PROT_READ | PROT_WRITE));
+	a[R - PG] = 1;
+	char *b = mmap(a + R, S, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+		       -1, 0);
+	say("neighbour after it", b == a + R ? 0 : -1);
+	b[0] = 2;
+	grow("of its last page and the neighbour", a + R - PG, PG + S, PG);
+	munmap(a, R - PG);
+	/* a large mapping and, mapped right after it, a small one (one VMA
+	 * both ways); the large one touched whole, so that mmfold finds it
+	 * dense after some forwarded calls and advises it, the small one not
+	 * touched */
+	char *c = mmap(room + 2 * R, R, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+		       -1, 0);
+	char *d = mmap(room + 3 * R, S, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+		       -1, 0);
+	say("large and small", c == room + 2 * R && d == room + 3 * R ? 0 : -1);
+	memset(c, 3, R);
+	char *t = fresh(1);
+	for (int i = 0; i < 64; i++)
+		if (mprotect(t, PG, i & 1 ? PROT_READ | PROT_WRITE : PROT_READ) != 0)
+			exit(3);
+	munmap(t, PG);
+	grow("of the large and the small one", c, R + S, R - 1);
+}
+
 int main(int argc, char **argv)
 {
 	watchdog(60);
@@ -801,6 +856,8 @@ int main(int argc, char **argv)
 		case_batch();
 	if (!only || !strcmp(only, "dontunmap"))
 		case_dontunmap();
+	if (!only || !strcmp(only, "thpjoin"))
+		case_thpjoin();
 	if (only && !strcmp(only, "startfilter-exec"))
 		startfilter_exec();
 	if (only && !strcmp(only, "seccomp-inherited"))

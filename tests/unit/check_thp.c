@@ -1,8 +1,11 @@
 /* The rule of MMFOLD_THP=auto (src/thp.c): what a new mapping gets, and
  * which residency of a watched mapping's 2 MiB blocks gets it advised;
- * which THP settings make advice pay (src/folio.c). */
+ * which THP settings make advice pay (src/folio.c); which neighbours
+ * mmfold's advice kept apart from a range it joins again. */
 #include <check.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "folio.h"
 #include "suites.h"
@@ -122,6 +125,121 @@ START_TEST(thp_settings_in_use)
 }
 END_TEST
 
+/* A private anonymous mapping made through mmfold, nothing advised. */
+static struct mmf_attr plain(uint8_t prot)
+{
+	struct mmf_attr a = {.prot = prot, .lock = 0, .owned = 1, .sealed = 0, .pkey = 0,
+			     .adv_known = MMF_ADV_ALL | MMF_ADV_ANON, .adv_set = MMF_ADV_ANON};
+	return a;
+}
+
+static struct mmf_attr ours(uint8_t prot)
+{
+	struct mmf_attr a = plain(prot);
+	a.adv_known |= MMF_ADV_OURS;
+	a.adv_set |= MMF_ADV_HUGEPAGE | MMF_ADV_OURS;
+	return a;
+}
+
+START_TEST(thp_join_rule)
+{
+	struct mmf_attr p = plain(PROT_READ | PROT_WRITE), o = ours(PROT_READ | PROT_WRITE);
+	ck_assert_int_eq(mmf_thp_join_fits(&p), 1);
+	ck_assert_int_eq(mmf_thp_join_fits(&o), 1);
+	ck_assert_int_eq(mmf_thp_join_alike(&p, &o), 1);
+	/* the program's own huge-page advice, or its no-huge advice: its call */
+	struct mmf_attr x = o;
+	x.adv_set &= (uint8_t)~MMF_ADV_OURS;
+	ck_assert_int_eq(mmf_thp_join_fits(&x), 0);
+	x = p;
+	x.adv_set |= MMF_ADV_NOHUGEPAGE;
+	ck_assert_int_eq(mmf_thp_join_fits(&x), 0);
+	/* not known, not mmfold's own mapping, a file, sealed */
+	x = p;
+	x.prot = MMF_UNKNOWN;
+	ck_assert_int_eq(mmf_thp_join_fits(&x), 0);
+	x = p;
+	x.lock = MMF_UNKNOWN;
+	ck_assert_int_eq(mmf_thp_join_fits(&x), 0);
+	x = p;
+	x.owned = 0;
+	ck_assert_int_eq(mmf_thp_join_fits(&x), 0);
+	x = p;
+	x.adv_set &= (uint8_t)~MMF_ADV_ANON;
+	ck_assert_int_eq(mmf_thp_join_fits(&x), 0);
+	x = p;
+	x.adv_known &= (uint8_t)~MMF_ADV_DONTFORK;
+	ck_assert_int_eq(mmf_thp_join_fits(&x), 0);
+	x = p;
+	x.sealed = 1;
+	ck_assert_int_eq(mmf_thp_join_fits(&x), 0);
+	/* what keeps VMAs apart besides: protection, lock, key, other flags */
+	x = o;
+	x.prot = PROT_READ;
+	ck_assert_int_eq(mmf_thp_join_alike(&p, &x), 0);
+	x = o;
+	x.lock = 1;
+	ck_assert_int_eq(mmf_thp_join_alike(&p, &x), 0);
+	x = o;
+	x.pkey = 1;
+	ck_assert_int_eq(mmf_thp_join_alike(&p, &x), 0);
+	x = o;
+	x.adv_set |= MMF_ADV_DONTDUMP;
+	ck_assert_int_eq(mmf_thp_join_alike(&p, &x), 0);
+	x = o;
+	x.adv_set |= MMF_ADV_WX;
+	ck_assert_int_eq(mmf_thp_join_alike(&p, &x), 0);
+}
+END_TEST
+
+/* On a map and real memory (the advice is a real madvise). */
+START_TEST(thp_join_map)
+{
+	static struct mmf_map m;
+	uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+	ck_assert_int_eq(mmf_map_init(&m), 0);
+	mmf_thp_init(&m, pg, 2 << 20, 511);
+	char *mem = mmap(NULL, 16 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert_ptr_ne(mem, MAP_FAILED);
+	uint64_t b = (uint64_t)mem;
+	struct mmf_attr p = plain(PROT_READ | PROT_WRITE), o = ours(PROT_READ | PROT_WRITE);
+	mmf_map_wlock(&m);
+	mmf_map_set(&m, b, b + 4 * pg, &o);
+	/* a new small mapping after an advised one, or before it, alike */
+	ck_assert_int_eq(mmf_thp_join_next_to(b + 4 * pg, b + 6 * pg, &p), 1);
+	struct mmf_attr r = p;
+	r.prot = PROT_READ;
+	ck_assert_int_eq(mmf_thp_join_next_to(b + 4 * pg, b + 6 * pg, &r), 0);
+	ck_assert_int_eq(mmf_thp_join_next_to(b + 5 * pg, b + 6 * pg, &p), 0); /* a gap */
+	mmf_map_set(&m, b + 10 * pg, b + 12 * pg, &o);
+	ck_assert_int_eq(mmf_thp_join_next_to(b + 8 * pg, b + 10 * pg, &p), 1);
+	/* a range: the plain part gets the advice, once */
+	mmf_map_set(&m, b + 4 * pg, b + 8 * pg, &p);
+	ck_assert_int_eq(mmf_thp_join(b + 2 * pg, b + 7 * pg), 1);
+	struct mmf_rec rec;
+	ck_assert_int_eq(mmf_map_lookup(&m, b + 6 * pg, &rec), 1);
+	ck_assert(rec.a.adv_set & MMF_ADV_HUGEPAGE);
+	ck_assert(rec.a.adv_set & MMF_ADV_OURS);
+	ck_assert_uint_eq(rec.start, b); /* merged with the advised record */
+	ck_assert_uint_eq(rec.end, b + 7 * pg);
+	ck_assert_int_eq(mmf_map_lookup(&m, b + 7 * pg, &rec), 1); /* the rest not */
+	ck_assert(!(rec.a.adv_set & MMF_ADV_HUGEPAGE));
+	ck_assert_int_eq(mmf_thp_join(b, b + 7 * pg), 0);
+	/* nothing advised in it, a hole, a record unlike the others */
+	ck_assert_int_eq(mmf_thp_join(b + 7 * pg, b + 8 * pg), 0);
+	ck_assert_int_eq(mmf_thp_join(b + 6 * pg, b + 12 * pg), 0);
+	mmf_map_set(&m, b + 8 * pg, b + 10 * pg, &r);
+	ck_assert_int_eq(mmf_thp_join(b + 6 * pg, b + 12 * pg), 0);
+	mmf_map_set(&m, b + 8 * pg, b + 10 * pg, &p);
+	ck_assert_int_eq(mmf_thp_join(b + 6 * pg, b + 12 * pg), 1);
+	ck_assert_int_eq(mmf_map_lookup(&m, b + 9 * pg, &rec), 1);
+	ck_assert_uint_eq(rec.start, b);
+	ck_assert_uint_eq(rec.end, b + 12 * pg);
+	mmf_map_wunlock(&m);
+	munmap(mem, 16 * pg);
+}
+END_TEST
+
 Suite *thp_suite(void)
 {
 	Suite *s = suite_create("thp");
@@ -130,6 +248,8 @@ Suite *thp_suite(void)
 	tcase_add_test(t, thp_count_fields);
 	tcase_add_test(t, thp_mmap_rule);
 	tcase_add_test(t, thp_settings_in_use);
+	tcase_add_test(t, thp_join_rule);
+	tcase_add_test(t, thp_join_map);
 	suite_add_tcase(s, t);
 	return s;
 }
