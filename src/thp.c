@@ -199,20 +199,27 @@ int mmf_thp_join_alike(const struct mmf_attr *x, const struct mmf_attr *y)
 	       (x->adv_set & JOIN_SAME) == (y->adv_set & JOIN_SAME);
 }
 
-static int advised_alike(const struct mmf_rec *r, const struct mmf_attr *a)
+/* The record that ends at s (side 0) or starts at e (side 1), alike a
+ * but for mmfold's advice: 1 advised, 2 not advised; else 0. */
+static int neighbour(uint64_t s, uint64_t e, int side, const struct mmf_attr *a)
 {
-	return mmf_thp_join_fits(&r->a) && (r->a.adv_set & MMF_ADV_HUGEPAGE) &&
-	       mmf_thp_join_alike(&r->a, a);
+	struct mmf_rec r;
+	if (side ? !mmf_map_lookup(map, e, &r) || r.start != e
+		 : s < page || !mmf_map_lookup(map, s - page, &r) || r.end != s)
+		return 0;
+	if (!mmf_thp_join_fits(&r.a) || !mmf_thp_join_alike(&r.a, a))
+		return 0;
+	return r.a.adv_set & MMF_ADV_HUGEPAGE ? 1 : 2;
 }
 
 int mmf_thp_join_next_to(uint64_t s, uint64_t e, const struct mmf_attr *a)
 {
-	struct mmf_rec r;
 	if (!map || !mmf_thp_join_fits(a) || (a->adv_set & MMF_ADV_HUGEPAGE))
 		return 0;
-	if (s >= page && mmf_map_lookup(map, s - page, &r) && r.end == s && advised_alike(&r, a))
-		return 1;
-	return mmf_map_lookup(map, e, &r) && r.start == e && advised_alike(&r, a);
+	int l = neighbour(s, e, 0, a), r = neighbour(s, e, 1, a);
+	/* between advised memory and memory like it without advice, which
+	 * the kernel merges it with as it is: left so */
+	return (l == 1 || r == 1) && l != 2 && r != 2;
 }
 
 int mmf_thp_join(uint64_t s, uint64_t e)

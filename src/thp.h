@@ -96,7 +96,9 @@ int mmf_thp_join(uint64_t s, uint64_t e);
 /* A new mapping [s,e) with attributes *a (not yet recorded): is the
  * record just before it or just after it mmfold's huge-page advice on
  * memory alike in all else (mmf_thp_join's test)?  Then without that
- * advice the kernel would have merged the two. */
+ * advice the kernel would have merged the two.  0 when the other side is
+ * memory alike without advice: the kernel merges the new mapping with
+ * that one as it is. */
 int mmf_thp_join_next_to(uint64_t s, uint64_t e, const struct mmf_attr *a);
 
 /* What mmf_thp_join asks of one record, pure: may its VMA differ from

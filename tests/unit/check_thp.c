@@ -213,6 +213,13 @@ START_TEST(thp_join_map)
 	ck_assert_int_eq(mmf_thp_join_next_to(b + 5 * pg, b + 6 * pg, &p), 0); /* a gap */
 	mmf_map_set(&m, b + 10 * pg, b + 12 * pg, &o);
 	ck_assert_int_eq(mmf_thp_join_next_to(b + 8 * pg, b + 10 * pg, &p), 1);
+	/* between advised memory and plain memory alike: the kernel merges
+	 * it with the plain one */
+	mmf_map_set(&m, b + 6 * pg, b + 8 * pg, &p);
+	ck_assert_int_eq(mmf_thp_join_next_to(b + 4 * pg, b + 6 * pg, &p), 0);
+	ck_assert_int_eq(mmf_thp_join_next_to(b + 8 * pg, b + 10 * pg, &p), 0);
+	mmf_map_remove(&m, b + 6 * pg, b + 8 * pg);
+	ck_assert_int_eq(mmf_thp_join_next_to(b + 8 * pg, b + 10 * pg, &p), 1);
 	/* a range: the plain part gets the advice, once */
 	mmf_map_set(&m, b + 4 * pg, b + 8 * pg, &p);
 	ck_assert_int_eq(mmf_thp_join(b + 2 * pg, b + 7 * pg), 1);
