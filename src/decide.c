@@ -84,11 +84,15 @@ static int kernel_maps_any(uint64_t s, uint64_t e)
 	return mmf_filtered() || mmf_kernel_maps_any(s, e);
 }
 
-/* mremap's source range, for mmf_thp_join (writer lock held). */
+/* The part of mremap's source the kernel requires to be one VMA, for
+ * mmf_thp_join (writer lock held): of a shrinking move, the part it keeps
+ * (older kernels, 6.1 among them, unmap the rest before they fail). */
 static int thp_join_range(const struct mmf_op *op)
 {
-	uint64_t s, e;
-	if (((uint64_t)op->a[0] & (page - 1)) || !span((uint64_t)op->a[0], (uint64_t)op->a[1], &s, &e))
+	uint64_t s, e, len = (uint64_t)op->a[1];
+	if ((uint64_t)op->a[2] && (uint64_t)op->a[2] < len)
+		len = (uint64_t)op->a[2];
+	if (((uint64_t)op->a[0] & (page - 1)) || !span((uint64_t)op->a[0], len, &s, &e))
 		return 0;
 	return mmf_thp_join(s, e);
 }

@@ -56,8 +56,9 @@
  *     a neighbour alike in all else, which without mmfold are one VMA:
  *     a small mapping placed next to a committed reservation and touched,
  *     and a neighbour merged at its mapping that the advice of the dense
- *     mapping next to it split off again, untouched; both moves
- *     succeed and keep the data. */
+ *     mapping next to it split off again, untouched, moved growing and
+ *     moved shrinking onto a fixed address; the moves succeed and keep
+ *     the data. */
 #include "common.h"
 
 #define MMFOLD_WEAK
@@ -785,12 +786,25 @@ static void grow(const char *what, char *p, size_t len, size_t probe)
 	munmap(m, 2 * len);
 }
 
+/* A mapping of r bytes at p, filled, and one of n bytes right after it. */
+static char *dense_pair(const char *what, char *p, size_t r, size_t n, int fill)
+{
+	int fl = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE;
+	char *c = mmap(p, r, PROT_READ | PROT_WRITE, fl, -1, 0);
+	char *d = mmap(p + r, n, PROT_READ | PROT_WRITE, fl, -1, 0);
+	say(what, c == p && d == p + r ? 0 : -1);
+	if (c != p)
+		exit(3);
+	memset(c, fill, r);
+	return c;
+}
+
 static void case_thpjoin(void)
 {
 	printf("== thpjoin\n");
 	const size_t R = 4u << 20, S = 16 * PG;
-	char *room = mmap(NULL, 4 * R, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (room == MAP_FAILED || munmap(room, 4 * R) != 0)
+	char *room = mmap(NULL, 6 * R, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (room == MAP_FAILED || munmap(room, 6 * R) != 0)
 		exit(3);
 	/* a reservation (advised at once), committed, touched at its end;
 	 * then a small mapping right after it, touched */
@@ -804,22 +818,29 @@ static void case_thpjoin(void)
 	b[0] = 2;
 	grow("of its last page and the neighbour", a + R - PG, PG + S, PG);
 	munmap(a, R - PG);
-	/* a large mapping and, mapped right after it, a small one (one VMA
-	 * both ways); the large one touched whole, so that mmfold finds it
-	 * dense after some forwarded calls and advises it, the small one not
-	 * touched */
-	char *c = mmap(room + 2 * R, R, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
-		       -1, 0);
-	char *d = mmap(room + 3 * R, S, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
-		       -1, 0);
-	say("large and small", c == room + 2 * R && d == room + 3 * R ? 0 : -1);
-	memset(c, 3, R);
+	/* twice: a large mapping and, mapped right after it, a small one
+	 * (one VMA both ways); the large one touched whole, so that mmfold
+	 * finds it dense after some forwarded calls and advises it, the small
+	 * one not touched.  The second pair is moved shrinking onto a fixed
+	 * address (older kernels unmap the source's tail and the destination
+	 * before they look at the source's VMAs). */
+	char *c = dense_pair("large and small", room + 2 * R, R, S, 3);
+	char *f = dense_pair("large and small again", room + 4 * R, R, S, 4);
 	char *t = fresh(1);
 	for (int i = 0; i < 64; i++)
 		if (mprotect(t, PG, i & 1 ? PROT_READ | PROT_WRITE : PROT_READ) != 0)
 			exit(3);
 	munmap(t, PG);
 	grow("of the large and the small one", c, R + S, R - 1);
+	char *dst = fresh(2 * S / PG); /* room for the PG + S / 2 moved */
+	char *m = mremap(f + R - PG, PG + S, PG + S / 2, MREMAP_MAYMOVE | MREMAP_FIXED, dst);
+	if (m == MAP_FAILED)
+		printf("mremap shrinking onto a fixed address: %s\n", ename(errno));
+	else
+		printf("mremap shrinking onto a fixed address: %s, first byte %d\n", m == dst ? "moved" : "elsewhere",
+		       m[0]);
+	munmap(dst, 2 * S);
+	munmap(f, R + S);
 }
 
 int main(int argc, char **argv)
