@@ -168,10 +168,8 @@ static long lazy_make(struct mmf_lazy_state *z, uint64_t s, uint64_t e, int want
 		memset(&u, 0, sizeof u);
 		u.fields = MMF_F_PROT;
 		u.a.prot = (uint8_t)want;
-		if (safe_state.mlock_seen) {
-			u.fields |= MMF_F_LOCK;
-			u.a.lock = MMF_UNKNOWN;
-		}
+		if (safe_state.mlock_seen)
+			u.fields |= MMF_F_LOCK_HELD;
 		mmf_map_update(&map, s, e, &u);
 		__atomic_store_n(&z->made, z->made + 1, __ATOMIC_RELAXED);
 	} else {
@@ -228,6 +226,13 @@ void lazy_before(const struct mmf_op *op)
 		return;
 	uint64_t s, e;
 	mmf_reach(op, &s, &e);
+	/* a mapping that will be locked counts against RLIMIT_MEMLOCK, as
+	 * the waiting munlocks' ranges still do: those are made first */
+	if (op->kind == MMF_K_MMAP && mmf_lazy_count(&z->unlock) &&
+	    ((op->a[3] & MAP_LOCKED) || PLD(safe_state.future_lock) != MMF_LOCK_NONE)) {
+		s = 0;
+		e = UINT64_MAX;
+	}
 	if (s >= e || (!mmf_lazy_overlaps(&z->prot, s, e) && !mmf_lazy_overlaps(&z->unlock, s, e) &&
 		       !mmf_lazy_overlaps(&z->fork, s, e)))
 		return;
@@ -352,7 +357,12 @@ int lazy_run(struct mmf_op *op, struct mmf_tstats *t, long *res)
 	int promo, same, locked, handled = 0;
 	wenter();
 	if (k == MMF_K_MPROTECT) {
-		if (lazy_known(s, e, w.prot, MMF_LOCK_NONE, &promo, &same, &locked) && promo) {
+		/* not on locked memory (or memory whose lock is not known):
+		 * the kernel makes a locked range resident when it becomes
+		 * accessible, and breaks its copy-on-write pages when it
+		 * becomes writable */
+		if (lazy_known(s, e, w.prot, MMF_LOCK_NONE, &promo, &same, &locked) && promo &&
+		    (locked || same)) {
 			int had = mmf_lazy_overlaps(&z->prot, s, e);
 			if (same) {
 				mmf_lazy_set(&z->prot, s, e, -1);

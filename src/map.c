@@ -423,6 +423,8 @@ static struct mmf_attr apply_upd(struct mmf_attr a, const struct mmf_upd *u)
 		a.prot = u->a.prot;
 	if (u->fields & MMF_F_LOCK)
 		a.lock = u->a.lock;
+	if ((u->fields & MMF_F_LOCK_HELD) && a.lock != MMF_LOCK_NONE)
+		a.lock = MMF_UNKNOWN;
 	if (u->fields & MMF_F_OWNED)
 		a.owned = u->a.owned;
 	if (u->fields & MMF_F_SEALED)
@@ -691,15 +693,16 @@ static __attribute__((noinline)) int reshape(struct mmf_map *m, const struct mmf
 }
 
 /* The attribute word v after an mprotect to prot (the mlock state made
- * unknown when lock_unknown). */
+ * unknown when lock_unknown and it is not MMF_LOCK_NONE: MMF_F_LOCK_HELD). */
 static inline uint64_t reprot_word(uint64_t v, uint8_t prot, int lock_unknown)
 {
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	/* whole-word arithmetic: byte stores into a register's parts would
 	 * stall its next full read */
 	_Static_assert(offsetof(struct mmf_attr, lock) == 1, "lock is the word's second byte");
+	_Static_assert(MMF_LOCK_NONE == 0, "an unlocked range's lock byte is 0");
 	uint64_t nv = (v & ~(uint64_t)0xff) | prot;
-	if (lock_unknown)
+	if (lock_unknown && (nv & 0xff00))
 		nv |= (uint64_t)MMF_UNKNOWN << 8;
 	return nv;
 #else
@@ -708,7 +711,7 @@ static inline uint64_t reprot_word(uint64_t v, uint8_t prot, int lock_unknown)
 		struct mmf_attr a;
 	} w = {.v = v};
 	w.a.prot = prot;
-	if (lock_unknown)
+	if (lock_unknown && w.a.lock != MMF_LOCK_NONE)
 		w.a.lock = MMF_UNKNOWN;
 	return w.v;
 #endif

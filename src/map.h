@@ -76,6 +76,10 @@ enum {
 	MMF_F_OWNED = 1u << 2,
 	MMF_F_SEALED = 1u << 3,
 	MMF_F_PKEY = 1u << 4,
+	/* An mprotect once anything was locked: a locked range's mlock state
+	 * becomes unknown (its newly accessible pages are not all populated:
+	 * a later mlock would do work), an unlocked range's stays. */
+	MMF_F_LOCK_HELD = 1u << 5,
 };
 struct mmf_upd {
 	unsigned fields;

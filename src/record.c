@@ -266,12 +266,8 @@ void record(const struct mmf_op *op, long r, struct mmf_hint *h)
 			u.fields |= MMF_F_PKEY;
 			u.a.pkey = -1;
 		}
-		if (ss->mlock_seen) {
-			/* Newly accessible pages of a locked range are not all
-			 * populated: a later mlock would do work. */
-			u.fields |= MMF_F_LOCK;
-			u.a.lock = MMF_UNKNOWN;
-		}
+		if (ss->mlock_seen) /* a locked range's state: unknown */
+			u.fields |= MMF_F_LOCK_HELD;
 		/* inside the record the reader found: split or merged in its
 		 * block, and the hint names the record that holds [s,e) now */
 		if (h && !(u.fields & MMF_F_PKEY)) {

@@ -203,9 +203,8 @@ static void lock_state_apply(uint32_t over)
 static void prot_unknown(uint64_t s, uint64_t e)
 {
 	struct mmf_upd u = {.fields = MMF_F_PROT | MMF_F_PKEY |
-				      (safe_state.mlock_seen ? MMF_F_LOCK : 0)};
+				      (safe_state.mlock_seen ? MMF_F_LOCK_HELD : 0)};
 	u.a.prot = MMF_UNKNOWN;
-	u.a.lock = MMF_UNKNOWN;
 	u.a.pkey = -1;
 	(void)mmf_map_update(&map, s, e, &u);
 }

@@ -52,6 +52,13 @@
  *     the kernel asks the initial namespace) it fails with ENOMEM; under a
  *     filter that kills the process for capget and prlimit64, which the
  *     program never calls, the repeated call still succeeds;
+ *   lazylock: under mlockall(MCL_CURRENT | MCL_FUTURE), a PROT_NONE
+ *     mapping made read-write is resident at once (the kernel populates
+ *     locked memory made accessible: a promotion lazy mode deferred left
+ *     it empty); a mapping made with MAP_LOCKED after an munlock, by a
+ *     process without CAP_IPC_LOCK whose RLIMIT_MEMLOCK holds the one but
+ *     not both, succeeds (a deferred munlock still counted), and so does
+ *     any mapping under mlockall(MCL_FUTURE);
  *   thpjoin: an mremap across a mapping mmfold gave huge-page advice and
  *     a neighbour alike in all else, which without mmfold are one VMA:
  *     a small mapping placed next to a committed reservation and touched,
@@ -65,6 +72,7 @@
 #include "../../include/mmfold.h"
 
 #include <linux/audit.h>
+#include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
@@ -774,6 +782,62 @@ static void case_lockperm(void)
 	child_status(p);
 }
 
+/* Which of n pages at a are resident. */
+static void resident(const char *what, const char *a, size_t n)
+{
+	unsigned char v[16];
+	if (n > sizeof v || mincore((void *)a, n * PG, v) != 0)
+		exit(3);
+	printf("%s: resident ", what);
+	for (size_t i = 0; i < n; i++)
+		putchar('0' + (v[i] & 1));
+	putchar('\n');
+}
+
+static void case_lazylock(void)
+{
+	printf("== lazylock\n");
+	fflush(stdout);
+	pid_t p = fork();
+	if (p == 0) {
+		say("mlockall(CURRENT | FUTURE)", mlockall(MCL_CURRENT | MCL_FUTURE));
+		char *a = mmap(NULL, 4 * PG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		say("mprotect(RW)", mprotect(a, 4 * PG, PROT_READ | PROT_WRITE));
+		resident("after it", a, 4);
+		say("mprotect(R)", mprotect(a, 4 * PG, PROT_READ));
+		say("mprotect(RW) again", mprotect(a, 4 * PG, PROT_READ | PROT_WRITE));
+		resident("after that", a, 4);
+		fflush(stdout);
+		_exit(0);
+	}
+	child_status(p);
+	p = fork();
+	if (p == 0) {
+		struct rlimit rl = {16 * PG, 16 * PG};
+		say("setrlimit(MEMLOCK, 16 pages)", setrlimit(RLIMIT_MEMLOCK, &rl));
+		struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+		struct __user_cap_data_struct d[2];
+		memset(d, 0, sizeof d);
+		say("capset(none)", syscall(SYS_capset, &h, d));
+		char *a = fresh(12);
+		say("mlock 12 pages", mlock(a, 12 * PG));
+		say("munlock them", munlock(a, 12 * PG));
+		char *b = mmap(NULL, 8 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_LOCKED, -1, 0);
+		printf("mmap(MAP_LOCKED) 8 pages: %s\n", b == MAP_FAILED ? ename(errno) : "mapped");
+		if (b != MAP_FAILED)
+			munmap(b, 8 * PG);
+		/* the same with every new mapping locked */
+		say("mlockall(FUTURE)", mlockall(MCL_FUTURE));
+		char *c = fresh(12);
+		say("munlock 12 new pages", munlock(c, 12 * PG));
+		b = mmap(NULL, 8 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		printf("mmap 8 pages: %s\n", b == MAP_FAILED ? ename(errno) : "mapped");
+		fflush(stdout);
+		_exit(0);
+	}
+	child_status(p);
+}
+
 /* mremap [p, p+len) to twice its size and show what came of it. */
 static void grow(const char *what, char *p, size_t len, size_t probe)
 {
@@ -877,6 +941,8 @@ int main(int argc, char **argv)
 		case_batch();
 	if (!only || !strcmp(only, "dontunmap"))
 		case_dontunmap();
+	if (!only || !strcmp(only, "lazylock"))
+		case_lazylock();
 	if (!only || !strcmp(only, "thpjoin"))
 		case_thpjoin();
 	if (only && !strcmp(only, "startfilter-exec"))

@@ -767,6 +767,27 @@ START_TEST(test_update)
 	EXPECT_HOLE(&m, P(10));
 	EXPECT_REC(&m, P(9), P(6), P(10), x);
 
+	/* An mprotect once something was locked: the locked records' state
+	 * becomes unknown, an unlocked one's stays. */
+	{
+		struct mmf_map m2;
+		ck_assert_int_eq(mmf_map_init(&m2), 0);
+		struct mmf_attr lo = a, un = a;
+		lo.lock = MMF_LOCK_ON;
+		un.lock = MMF_LOCK_NONE;
+		mmf_map_wlock(&m2);
+		mmf_map_set(&m2, P(0), P(2), &lo);
+		mmf_map_set(&m2, P(2), P(4), &un);
+		mmf_map_wunlock(&m2);
+		u = upd_fields(MMF_F_PROT | MMF_F_LOCK_HELD, owned_prot(RO));
+		w_update(&m2, P(0), P(4), &u);
+		lo.prot = un.prot = RO;
+		lo.lock = MMF_UNKNOWN;
+		EXPECT_REC(&m2, P(1), P(0), P(2), lo);
+		EXPECT_REC(&m2, P(3), P(2), P(4), un);
+		mmf_map_clear(&m2);
+	}
+
 	/* Each field alone. */
 	struct mmf_attr y = x;
 	u = upd_fields(MMF_F_OWNED, mk(0, 0, 0, 0, 0, 0, 0));
@@ -1294,6 +1315,8 @@ static void m_upd_one(struct mmf_attr *a, const struct mmf_upd *u)
 		a->prot = u->a.prot;
 	if (u->fields & MMF_F_LOCK)
 		a->lock = u->a.lock;
+	if ((u->fields & MMF_F_LOCK_HELD) && a->lock != MMF_LOCK_NONE)
+		a->lock = MMF_UNKNOWN;
 	if (u->fields & MMF_F_OWNED)
 		a->owned = u->a.owned;
 	if (u->fields & MMF_F_SEALED)
@@ -1472,8 +1495,8 @@ static struct mmf_upd gen_upd(struct mctx *c, int s, int e)
 	if (!n && chance(&c->rng, 10))
 		u.a.owned = 1;
 	static const unsigned f[] = { MMF_F_PROT, MMF_F_LOCK, MMF_F_OWNED,
-				      MMF_F_SEALED, MMF_F_PKEY };
-	for (unsigned i = 0; i < 5; i++)
+				      MMF_F_SEALED, MMF_F_PKEY, MMF_F_LOCK_HELD };
+	for (unsigned i = 0; i < 6; i++)
 		if (chance(&c->rng, n ? 50 : 30))
 			u.fields |= f[i];
 	if (n && chance(&c->rng, 30)) {
@@ -1620,9 +1643,8 @@ static void do_reprot(struct mmf_map *m, struct mctx *c)
 			 (unsigned long long)r.end);
 		struct mmf_upd u;
 		memset(&u, 0, sizeof u);
-		u.fields = MMF_F_PROT | (lk ? MMF_F_LOCK : 0);
+		u.fields = MMF_F_PROT | (lk ? MMF_F_LOCK_HELD : 0);
 		u.a.prot = prot;
-		u.a.lock = UNK;
 		struct mmf_slotref nr;
 		memset(&nr, 0x5a, sizeof nr);
 		mmf_map_wlock(m);
