@@ -239,8 +239,14 @@ long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 	/* an mremap across VMAs that mmfold's huge-page advice kept apart
 	 * (README.md, "Large folios"): once more, the VMAs merged */
 	if (k == MMF_K_MREMAP && r == -EFAULT && mode >= MMF_MODE_SAFE && op->a[1] &&
-	    !(PLD(ss->filter_ok) & MMF_FILTER_SELF) && thp_join_range(op))
+	    !(PLD(ss->filter_ok) & MMF_FILTER_SELF) && thp_join_range(op)) {
+		/* the program made one call: counted once, as an aligned
+		 * mapping's tries are (folio.c), its first try taken back */
+		mmf_stat_add(t, k, MMF_S_FORWARDED, (uint64_t)-1);
+		mmf_stat_add(t, k, MMF_S_BYTES_KERNEL, -asked);
+		mmf_stat_add(t, k, MMF_S_ERRORS, (uint64_t)-1);
 		r = forward(op, t, asked);
+	}
 	record(op, r, &hint);
 	if (mode >= MMF_MODE_SAFE)
 		mmf_wx_after(op, r);

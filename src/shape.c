@@ -218,6 +218,9 @@ int mmf_shape_forward(const struct mmf_map *m, const struct mmf_op *op, uint64_t
 			break;
 	}
 	if (mmf_sys_err(r)) {
+		/* the piece's error is not the program's (fwd counted it): the
+		 * call as asked decides what the program sees */
+		mmf_stat_add(t, op->kind, MMF_S_ERRORS, (uint64_t)-1);
 		mmf_event(MMF_E_SHAPE_FALLBACK);
 		*res = fwd(op, t, e - s);
 		return 1;

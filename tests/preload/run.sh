@@ -29,7 +29,7 @@
 #      TEST_DEADLINE (seconds since the epoch; none by default): lazystress
 #      and bypass start no seed after it (the first seed always runs) and
 #      say how many of their seeds ran (CI's time budget, .ci/run),
-# Tests: walk walk-shape walk-bypass pastmap walk-stats errno_matrix contract setuid barrier uffd barrier-uffd ctor sigreentry clonefork forklock broken
+# Tests: walk walk-shape walk-bypass pastmap walk-stats errno_matrix contract contract-stats setuid barrier uffd barrier-uffd ctor sigreentry clonefork forklock broken
 # sigchain barrier-sigchain lazystress stopworld bypass (default: all; the last two run with
 # MMFOLD_SIGCHAIN=on, so mmfold's SIGSEGV handler runs first).  Each program runs without the library (reference) and
 # with it in modes off, safe and observe; stdout and exit status must be
@@ -386,6 +386,40 @@ t_walk_stats() {
 	fi
 }
 
+# What the report counts for a call mmfold made twice (case thpjoin: an
+# mremap made again once the VMAs mmfold's huge-page advice kept apart
+# are joined): the program's one call, forwarded once, an error only
+# where the program saw one; and the joins themselves, so that the case
+# is known to have gone through them.
+t_contract_stats() {
+	local f=$OUT/contract-stats.json
+	rm -f "$f"
+	run "$OUT/contract-stats.out" ref "$BUILD/contract" thpjoin
+	run "$OUT/contract-stats.safe" safe env MMFOLD_STATS=1 MMFOLD_STATS_FORMAT=json \
+		MMFOLD_STATS_FILE="$f" "$BUILD/contract" thpjoin
+	local d
+	if ! d=$(same contract-stats "$OUT/contract-stats.out" "$OUT/contract-stats.safe" safe); then
+		bad contract-stats "output with MMFOLD_STATS=1 differs ($d)"
+		return
+	fi
+	local m calls fwd err joined want
+	m=$(grep -o '"mremap":{[^}]*}' "$f" | head -1)
+	calls=$(grep -o '"calls":[0-9]*' <<<"$m" | cut -d: -f2)
+	fwd=$(grep -o '"forwarded":[0-9]*' <<<"$m" | cut -d: -f2)
+	err=$(grep -o '"errors":[0-9]*' <<<"$m" | cut -d: -f2)
+	joined=$(grep -o '"thp_joined":[0-9]*' "$f" | head -1 | cut -d: -f2)
+	want=$(grep -c '^mremap .*: E[A-Z]*$' "$OUT/contract-stats.out")
+	if [ -z "$calls" ] || [ -z "$joined" ]; then
+		bad contract-stats "no mremap counts or thp_joined in the report ($f)"
+	elif [ "$calls" != 3 ] || [ "$fwd" != 3 ] || [ "$err" != "$want" ]; then
+		bad contract-stats "mremap calls $calls forwarded $fwd errors $err, want 3, 3 and $want ($f)"
+	elif [ "$joined" = 0 ] && ! grep -q '\[never\]' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null; then
+		bad contract-stats "no join made: the counts were not tested ($f)"
+	else
+		ok contract-stats
+	fi
+}
+
 # A set-user-ID program run by another user, mmfold loaded through
 # /etc/ld.so.preload in a private mount namespace (root, unshare, setpriv):
 # the caller's MMFOLD_STATS_FILE names a file only root may write, and
@@ -668,7 +702,7 @@ t_barrier_uffd() {
 }
 
 tests=("$@")
-[ ${#tests[@]} = 0 ] && tests=(walk walk-shape walk-bypass pastmap walk-stats errno_matrix contract setuid barrier uffd barrier-uffd ctor
+[ ${#tests[@]} = 0 ] && tests=(walk walk-shape walk-bypass pastmap walk-stats errno_matrix contract contract-stats setuid barrier uffd barrier-uffd ctor
 	sigreentry clonefork forklock broken sigchain barrier-sigchain lazystress stopworld bypass)
 for t in "${tests[@]}"; do
 	case $t in
@@ -679,6 +713,7 @@ for t in "${tests[@]}"; do
 	walk-stats) t_walk_stats ;;
 	errno_matrix) t_simple errno_matrix "$BUILD/errno_matrix" ;;
 	contract) t_simple contract "$BUILD/contract" ;;
+	contract-stats) t_contract_stats ;;
 	setuid) t_setuid ;;
 	barrier) t_simple barrier "$BUILD/barrier" 1 ;;
 	uffd) t_uffd ;;

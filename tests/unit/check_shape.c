@@ -147,6 +147,8 @@ START_TEST(forward_pieces_and_fallback)
 	fk_fail(FK_MPROTECT, FK_NEXT, (uint64_t)q + 5 * PG, (uint64_t)q + 6 * PG, EPERM, 1);
 	ck_assert_int_eq(fk_mprotect(q, 8, PROT_READ), 0);
 	ck_assert_uint_eq(fk_event(MMF_E_SHAPE_FALLBACK), 1);
+	/* the refused piece is not an error of the caller's */
+	ck_assert_uint_eq(fk_stat(MMF_K_MPROTECT, MMF_S_ERRORS), 0);
 	struct fk_mp *last = &fk_log[fk_log_n - 1];
 	ck_assert_uint_eq(last->s, (uint64_t)q);
 	ck_assert_uint_eq(last->len, 8 * PG);
@@ -159,6 +161,7 @@ START_TEST(forward_pieces_and_fallback)
 	fk_fail(FK_MPROTECT, FK_NEXT, (uint64_t)r + 5 * PG, (uint64_t)r + 6 * PG, EPERM, -1);
 	ck_assert_int_eq(fk_mprotect(r, 8, PROT_READ), -EPERM);
 	ck_assert_uint_eq(fk_event(MMF_E_SHAPE_FALLBACK), 2);
+	ck_assert_uint_eq(fk_stat(MMF_K_MPROTECT, MMF_S_ERRORS), 1);
 	fk_clear();
 	n = fk_count(FK_MPROTECT, FK_NEXT);
 	ck_assert_int_eq(fk_mprotect(r, 3, PROT_READ), 0);
