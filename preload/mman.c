@@ -79,6 +79,15 @@ static __attribute__((noinline)) int mprotect_run(void *addr, size_t len, int pr
 	return (int)mmf_libc_ret(mmf_run(&op));
 }
 
+/* Off mode (the gate holds that alone): mmf_fast_off, else mmf_run. */
+static __attribute__((noinline)) int mprotect_off(void *addr, size_t len, int prot)
+{
+	long r = mmf_fast_off((uint64_t)addr, len, prot, mmf_next.mprotect);
+	if (r != MMF_FAST_DECLINED)
+		return (int)mmf_libc_ret(r);
+	return mprotect_run(addr, len, prot, MMF_FAST_GENERAL, 0, 0);
+}
+
 /* A change the hint holds, on memory not executable before or after:
  * mmf_fast_forward, else the engine's course for it. */
 static __attribute__((noinline)) int mprotect_change(void *addr, size_t len, int prot, uint64_t v,
@@ -99,6 +108,9 @@ MMF_EXPORT int mprotect(void *addr, size_t len, int prot)
 		return 0;
 	if (f == MMF_FAST_MAYBE && !((prot | mmf_fast_prot(v)) & PROT_EXEC))
 		return mprotect_change(addr, len, prot, v, g);
+	static const union mmf_fast_gate off_only = {.f = {.off = MMF_FAST_MODE | MMF_FAST_OFF}};
+	if (f == MMF_FAST_GENERAL && __atomic_load_n(&mmf_fast.all, __ATOMIC_RELAXED) == off_only.all)
+		return mprotect_off(addr, len, prot);
 	return mprotect_run(addr, len, prot, f, v, g);
 }
 

@@ -46,6 +46,12 @@ long mmf_run_change(struct mmf_op *op, uint64_t v, uint32_t g);
 #define MMF_FAST_DECLINED 1
 long mmf_fast_forward(uint64_t a, uint64_t len, int prot, uint64_t v0, uint32_t g,
 		      int (*kfn)(void *, size_t, int), long (*fwd)(const struct mmf_op *));
+/* Off mode's mprotect when the gate holds nothing else (fast.h,
+ * MMF_FAST_OFF): counted as mmf_run and forward() count it and made
+ * through kfn (the next mprotect); the kernel's result (0 or -errno), or
+ * MMF_FAST_DECLINED with nothing done (no counters on this thread yet, or
+ * kfn NULL). */
+long mmf_fast_off(uint64_t a, uint64_t len, int prot, int (*kfn)(void *, size_t, int));
 
 /* A call made on behalf of a batch (batch.c): decided, forwarded and
  * recorded like any other, but not counted as a call. */

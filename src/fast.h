@@ -40,6 +40,9 @@ enum {
 	MMF_FAST_REFRESH = 256, /* the tables are behind (a seccomp filter let a
 				   protection through, question.c): the general
 				   path sets them again (engine.c) */
+	MMF_FAST_OFF = 512,   /* with MMF_FAST_MODE: the mode is off; that
+				 alone (no batch queue either): an mprotect
+				 takes fastrun.c's mmf_fast_off */
 };
 /* Lazy mode is on (engine.c's lazy_on, copied once it is set): the one
  * test the buffer-taking wrappers of preload/io.c make, inline. */

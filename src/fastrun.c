@@ -95,6 +95,24 @@ static __attribute__((noinline)) int timed(struct mmf_tstats *t, uint64_t n,
 	return r;
 }
 
+long mmf_fast_off(uint64_t a, uint64_t len, int prot, int (*kfn)(void *, size_t, int))
+{
+	struct mmf_tstats *t = mmf_fast_self()->t;
+	if (!kfn || !t)
+		return MMF_FAST_DECLINED;
+	uint64_t asked = len > (1ull << 47) ? 0 : len; /* mmf_run's rule */
+	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_CALLS, 1);
+	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_BYTES_ASKED, asked);
+	uint64_t n = t->v[MMF_K_MPROTECT][MMF_S_CALLS];
+	int r = mmf_time_due(n) ? timed(t, n, kfn, a, len, prot) : kfn((void *)a, len, prot);
+	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_FORWARDED, 1);
+	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_BYTES_KERNEL, asked);
+	if (r == 0)
+		return 0;
+	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_ERRORS, 1);
+	return -(long)errno;
+}
+
 /* mmf_fast_forward's course when the call failed or the map's block could
  * not take the change: change_done, from an mmf_op. */
 static __attribute__((noinline)) long change_rest(uint64_t a, uint64_t len, int prot, int r,

@@ -318,6 +318,7 @@ void fast_gate(void)
 {
 	unsigned off = (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2 ? MMF_FAST_INIT : 0) |
 		       (mode != MMF_MODE_SAFE ? MMF_FAST_MODE : 0) |
+		       (mode == MMF_MODE_OFF ? MMF_FAST_OFF : 0) |
 		       (__atomic_load_n(&mmf_prof_on, __ATOMIC_ACQUIRE) ? MMF_FAST_PROFILE : 0) |
 		       (safe_state.tracing ? MMF_FAST_TRACE : 0) |
 		       (safe_state.verify ? MMF_FAST_VERIFY : 0) |

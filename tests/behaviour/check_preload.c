@@ -829,6 +829,9 @@ END_TEST
  * errno after an aligned mmap or mremap, a growsdown area's guard gap */
 START_TEST(script_contract) { run_script("contract"); }
 END_TEST
+/* the report's counts for an mremap mmfold made again (contract thpjoin) */
+START_TEST(script_contract_stats) { run_script("contract-stats"); }
+END_TEST
 /* a set-user-ID program: the caller's MMFOLD_* variables are not honoured */
 START_TEST(script_setuid) { run_script("setuid"); }
 END_TEST
@@ -1238,6 +1241,7 @@ Suite *preload_suite(void)
 	tcase_add_test(d, script_errno);
 	tcase_add_test(d, script_walk_stats);
 	tcase_add_test(d, script_contract);
+	tcase_add_test(d, script_contract_stats);
 	tcase_add_test(d, script_setuid);
 	tcase_add_test(d, script_barrier);
 	tcase_add_test(d, script_uffd);
