@@ -95,18 +95,27 @@ static __attribute__((noinline)) int timed(struct mmf_tstats *t, uint64_t n,
 	return r;
 }
 
+/* An mprotect made through kfn and counted as mmf_run and forward()
+ * count it (bytes: the length they would count); kfn's result. */
+static inline __attribute__((always_inline)) int
+counted(struct mmf_tstats *t, int (*kfn)(void *, size_t, int), uint64_t a, uint64_t len, int prot,
+	uint64_t bytes)
+{
+	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_CALLS, 1);
+	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_BYTES_ASKED, bytes);
+	uint64_t n = t->v[MMF_K_MPROTECT][MMF_S_CALLS];
+	int r = mmf_time_due(n) ? timed(t, n, kfn, a, len, prot) : kfn((void *)a, len, prot);
+	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_FORWARDED, 1);
+	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_BYTES_KERNEL, bytes);
+	return r;
+}
+
 long mmf_fast_off(uint64_t a, uint64_t len, int prot, int (*kfn)(void *, size_t, int))
 {
 	struct mmf_tstats *t = mmf_fast_self()->t;
 	if (!kfn || !t)
 		return MMF_FAST_DECLINED;
-	uint64_t asked = len > (1ull << 47) ? 0 : len; /* mmf_run's rule */
-	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_CALLS, 1);
-	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_BYTES_ASKED, asked);
-	uint64_t n = t->v[MMF_K_MPROTECT][MMF_S_CALLS];
-	int r = mmf_time_due(n) ? timed(t, n, kfn, a, len, prot) : kfn((void *)a, len, prot);
-	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_FORWARDED, 1);
-	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_BYTES_KERNEL, asked);
+	int r = counted(t, kfn, a, len, prot, len > (1ull << 47) ? 0 : len /* mmf_run's rule */);
 	if (r == 0)
 		return 0;
 	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_ERRORS, 1);
@@ -165,12 +174,7 @@ long mmf_fast_forward(uint64_t a, uint64_t len, int prot, uint64_t v0, uint32_t 
 		wleave_quick();
 		return MMF_FAST_DECLINED;
 	}
-	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_CALLS, 1);
-	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_BYTES_ASKED, len);
-	uint64_t n = t->v[MMF_K_MPROTECT][MMF_S_CALLS];
-	int r = mmf_time_due(n) ? timed(t, n, kfn, a, len, prot) : kfn((void *)a, len, prot);
-	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_FORWARDED, 1);
-	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_BYTES_KERNEL, len);
+	int r = counted(t, kfn, a, len, prot, len);
 	if (r != 0)
 		return change_rest(a, len, prot, r, &fr, g, fwd);
 	uint64_t e = (a + len + mmf_fast_pgmask) & ~mmf_fast_pgmask;
