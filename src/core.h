@@ -144,6 +144,7 @@ struct mmf_safe_state {
 	uint8_t tracing;     /* MMFOLD_LOG=3: one line per call */
 	uint8_t verify;      /* MMFOLD_VERIFY: skips checked against the kernel */
 	uint8_t future_lock; /* mlockall(MCL_FUTURE) state (MMF_LOCK_*) */
+	uint8_t memlock_capped; /* RLIMIT_MEMLOCK was found finite (mlock_permitted) */
 	/* A seccomp filter may be in force (MMF_FILTERED) and, below it, the
 	 * calls the kernel accepted since it was installed (question.c) */
 	uint64_t filter_ok;

@@ -3,7 +3,8 @@
  *   scenario noop N      N redundant mprotects on a fresh mapping, plus two
  *                        real changes and redundant mlock/munlock/madvise
  *                        (a repeated mlock is forwarded; a repeated
- *                        mlock2(MLOCK_ONFAULT) is the one skipped)
+ *                        mlock2(MLOCK_ONFAULT) is the one skipped, where
+ *                        RLIMIT_MEMLOCK is unlimited)
  *   scenario heap        redundant mprotect on memory mmfold did not map
  *   scenario fork K      3 redundant calls, fork, K in the child
  *   scenario raw         an invisible (inline) mprotect, then the call that

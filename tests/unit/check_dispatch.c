@@ -92,6 +92,54 @@ START_TEST(mlock_eagain)
 }
 END_TEST
 
+/* A repeated mlock2(MLOCK_ONFAULT) over a range so locked: skipped while
+ * RLIMIT_MEMLOCK is unlimited, which is asked every time (another process
+ * may lower it); forwarded once it is found finite, and the limit then not
+ * asked again (it could only allow skips).  The forwarder pretends: the
+ * kernel's mlock2 is not needed for what the map records, and valgrind
+ * knows no mlock2. */
+static unsigned long onfault_calls;
+static long fwd_onfault(const struct mmf_op *o)
+{
+	(void)o;
+	onfault_calls++;
+	return 0;
+}
+
+static long onfault(char *p)
+{
+	struct mmf_op op = {.kind = MMF_K_MLOCK, .flags = MMF_OPF_MLOCK2,
+			    .a = {(long)p, 2 * PGL, MLOCK_ONFAULT}, .fwd = fwd_onfault};
+	return mmf_run(&op);
+}
+
+START_TEST(mlock2_onfault_repeated)
+{
+	fk_start("safe", NULL);
+	char *p = fk_map(2, RW);
+	fk_memlock = FK_MEMLOCK_UNLIMITED;
+	ck_assert_int_eq(onfault(p), 0);
+	ck_assert_uint_eq(onfault_calls, 1);
+	unsigned long asked = fk_prlimit_calls;
+	ck_assert_int_eq(onfault(p), 0);
+	ck_assert_int_eq(onfault(p), 0);
+	ck_assert_uint_eq(onfault_calls, 1);
+	ck_assert_uint_eq(fk_stat(MMF_K_MLOCK, MMF_S_SKIPPED), 2);
+	ck_assert_uint_eq(fk_prlimit_calls, asked + 2);
+	fk_memlock = FK_MEMLOCK_CAPPED;
+	ck_assert_int_eq(onfault(p), 0);
+	ck_assert_uint_eq(onfault_calls, 2);
+	ck_assert_uint_eq(fk_prlimit_calls, asked + 3);
+	fk_memlock = FK_MEMLOCK_UNLIMITED; /* not asked again */
+	ck_assert_int_eq(onfault(p), 0);
+	ck_assert_int_eq(onfault(p), 0);
+	ck_assert_uint_eq(onfault_calls, 4);
+	ck_assert_uint_eq(fk_prlimit_calls, asked + 3);
+	ck_assert_uint_eq(fk_stat(MMF_K_MLOCK, MMF_S_SKIPPED), 2);
+	ck_assert_uint_eq(fk_stat(MMF_K_MLOCK, MMF_S_UNPROVEN), 3);
+}
+END_TEST
+
 /* A sealed range: mseal made through mmfold (the fake pretends it
  * succeeded), then the kernel refuses mprotect, munmap and madvise there
  * with EPERM even when nothing would change.  Each gets EPERM, every time:
@@ -244,6 +292,7 @@ Suite *dispatch_suite(void)
 	tcase_add_test(f, mprotect_enomem_split);
 	tcase_add_test(f, mmap_enomem);
 	tcase_add_test(f, mlock_eagain);
+	tcase_add_test(f, mlock2_onfault_repeated);
 	tcase_add_test(f, seal_eperm);
 	tcase_add_test(f, own_memory_refused);
 	tcase_add_test(f, eintr_retried);

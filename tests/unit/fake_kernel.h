@@ -41,6 +41,12 @@ enum { FK_NEXT = 1, FK_RAW = 2, FK_ANY = 3 }; /* the paths */
 void fk_start(const char *mode, const char *const *extra);
 /* Installs the fake only (modules tested without the engine). */
 void fk_install(void);
+/* RLIMIT_MEMLOCK as mmfold's own prlimit64 sees it: FK_MEMLOCK_REAL (the
+ * default) the kernel's; FK_MEMLOCK_UNLIMITED RLIM_INFINITY; FK_MEMLOCK_CAPPED
+ * 64 pages.  fk_prlimit_calls counts the calls that asked for it. */
+enum { FK_MEMLOCK_REAL, FK_MEMLOCK_UNLIMITED, FK_MEMLOCK_CAPPED };
+extern int fk_memlock;
+extern unsigned long fk_prlimit_calls;
 
 /* From now on, `times` calls (-1: every call) of kind `call` on path(s)
  * `paths` that overlap [s, e) (s == e: any range) fail with -err, or, with

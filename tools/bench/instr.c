@@ -23,6 +23,9 @@
  *   sigmask   pthread_sigmask(SIG_BLOCK, {SIGUSR2}, NULL)
  *   pread     pread(fd of /dev/zero, 1 byte, offset 0): one of the
  *             buffer-taking wrappers (pread, recv, readv, ...)
+ *   onfault   mlock2(MLOCK_ONFAULT) of a 64 KiB range so locked (by the
+ *             warm-up): skipped only while RLIMIT_MEMLOCK is unlimited;
+ *             by wall time only (valgrind knows no mlock2)
  *   maskpair  the two raw rt_sigprocmask calls of a writer section (block
  *             all but the synchronous signals, then restore): what they
  *             cost a forwarded call, by wall time
@@ -101,6 +104,9 @@ static inline unsigned long one(int w, unsigned long i)
 		check(pread(fd, &c, 1, 0) == 1, "pread");
 		return 1;
 	}
+	case 12:
+		check(mlock2(area, 64 * KIB, MLOCK_ONFAULT) == 0, "mlock2");
+		return 1;
 	case 10: {
 		unsigned long all = ~0ul, old;
 		syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, &old, 8);
@@ -120,13 +126,14 @@ static __attribute__((noinline)) unsigned long loop(int w, unsigned long n)
 	return calls;
 }
 
-static const char *const names[] = {"skip",  "forward",   "toggle",  "wx",    "write",    "read",
-				    "open",  "sigaction", "sigmask", "pread", "maskpair", "skipsec"};
+static const char *const names[] = {"skip",    "forward",   "toggle",  "wx",    "write",
+				    "read",    "open",      "sigaction", "sigmask", "pread",
+				    "maskpair", "skipsec",  "onfault"};
 
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: instr skip|forward|toggle|wx|write|read|open|sigaction|sigmask|pread|maskpair|skipsec [calls]\n");
+		fprintf(stderr, "usage: instr skip|forward|toggle|wx|write|read|open|sigaction|sigmask|pread|maskpair|skipsec|onfault [calls]\n");
 		return 2;
 	}
 	int w = -1;
