@@ -169,7 +169,7 @@ static inline int mmf_filtered(void)
 }
 int span(uint64_t addr, uint64_t len, uint64_t *s, uint64_t *e);
 void touched(const struct mmf_op *op, uint64_t *s, uint64_t *e);
-int mlock_permitted(void);
+int mlock_permitted(int costly);
 int question(const struct mmf_op *op, uint64_t *s, uint64_t *e, struct mmf_want *w);
 void trace(const struct mmf_op *op, const char *what, long r);
 

@@ -163,7 +163,7 @@ long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 		 * them back, or fails (ENOMEM past a file's end).  Its flags
 		 * are known, its effect is not: never skipped. */
 		if (v == MMF_NOOP_PROVEN && op->kind == MMF_K_MLOCK &&
-		    (w.lock == MMF_LOCK_ON || !mlock_permitted()))
+		    (w.lock == MMF_LOCK_ON || !mlock_permitted(0)))
 			v = MMF_NOOP_UNPROVEN;
 		/* a seccomp filter may refuse it: not before the kernel took
 		 * one like it (question.c) */

@@ -406,7 +406,7 @@ int lazy_run(struct mmf_op *op, struct mmf_tstats *t, long *res)
 		}
 	} else if (w.lock == MMF_LOCK_ON && lazy_covered(&z->unlock, s, e) == e - s &&
 		   lazy_known(s, e, PROT_NONE, MMF_LOCK_ON, &promo, &same, &locked) && locked &&
-		   mlock_permitted()) {
+		   mlock_permitted(1)) {
 		/* mlock of a range whose munlock waits: both vanish */
 		mmf_lazy_set(&z->unlock, s, e, -1);
 		mmf_stat_add(t, k, MMF_S_SKIPPED, 1);

@@ -3,7 +3,10 @@
  * recording use it).  See docs/DESIGN.md. */
 #include "core.h"
 
+#include <fcntl.h>
+#include <linux/capability.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
 #include "fmt.h"
@@ -43,29 +46,46 @@ void touched(const struct mmf_op *op, uint64_t *s, uint64_t *e)
 /* May a redundant mlock be answered without the kernel?  The kernel still
  * checks the RLIMIT_MEMLOCK / CAP_IPC_LOCK permission on a no-op, and that
  * can change after the range was locked (another process may lower the
- * limit: prlimit(2)), so it is asked each time.  Only an unlimited
- * RLIMIT_MEMLOCK is taken as proof: one prlimit64 (about 450 ns here, as
- * much as the mlock2 it spares, which would take the address space's
- * write lock).  CAP_IPC_LOCK is not asked: capget() answers for the
- * caller's user namespace, the kernel for the initial one, and telling
- * them apart took a stat of /proc/self/ns/user (5.2 us): a repeated
- * mlock2(MLOCK_ONFAULT) "skipped" that way cost 6.4-7.5 us against
- * 0.37-0.44 us forwarded.  A limit once found finite is not asked again
- * (memlock_capped): the answer only allows skips, so a stale "finite"
- * costs skips, never a wrong result, and making the limit unlimited
- * takes CAP_SYS_RESOURCE.  Not under a seccomp filter: the call asked
- * here is mmfold's own, and a filter may kill the process for it
- * (life.c's filter_in_force). */
-int mlock_permitted(void)
+ * limit: prlimit(2)), so it is asked each time.  An unlimited
+ * RLIMIT_MEMLOCK is proof: one prlimit64 (about 450 ns here).  A limit
+ * once found finite is not asked again (memlock_capped): the answer only
+ * allows skips, so a stale "finite" costs skips, never a wrong result
+ * (and making the limit unlimited takes CAP_SYS_RESOURCE).
+ *
+ * CAP_IPC_LOCK is asked only when costly says the call spared is worth
+ * it (lazy mode's cancelled mlock/munlock pair, which spares two calls
+ * and a walk of the range's pages): capget() answers for the caller's
+ * user namespace, the kernel for the initial one, and telling them apart
+ * takes a stat of /proc/self/ns/user (5.2 us here).  Asked for a repeated
+ * mlock2(MLOCK_ONFAULT), which costs about 0.4 us, the three calls made
+ * its "skip" cost 6.4-7.5 us.
+ *
+ * Not under a seccomp filter: the calls asked here are mmfold's own, and
+ * a filter may kill the process for them (life.c's filter_in_force). */
+int mlock_permitted(int costly)
 {
-	if (mmf_filtered() || __atomic_load_n(&safe_state.memlock_capped, __ATOMIC_RELAXED))
+	if (mmf_filtered())
 		return 0;
-	struct rlimit rl;
-	if (mmf_sys6(SYS_prlimit64, 0, RLIMIT_MEMLOCK, 0, (long)&rl, 0, 0) == 0 &&
-	    rl.rlim_cur == RLIM_INFINITY)
-		return 1;
-	__atomic_store_n(&safe_state.memlock_capped, 1, __ATOMIC_RELAXED);
-	return 0;
+	if (!__atomic_load_n(&safe_state.memlock_capped, __ATOMIC_RELAXED)) {
+		struct rlimit rl;
+		if (mmf_sys6(SYS_prlimit64, 0, RLIMIT_MEMLOCK, 0, (long)&rl, 0, 0) == 0 &&
+		    rl.rlim_cur == RLIM_INFINITY)
+			return 1;
+		__atomic_store_n(&safe_state.memlock_capped, 1, __ATOMIC_RELAXED);
+	}
+	if (!costly)
+		return 0;
+	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct d[2];
+	if (mmf_sys6(SYS_capget, (long)&h, (long)d, 0, 0, 0, 0) != 0 ||
+	    !((d[CAP_IPC_LOCK / 32].effective >> (CAP_IPC_LOCK % 32)) & 1))
+		return 0;
+	/* After unshare(CLONE_NEWUSER) capget() shows every capability while
+	 * the kernel grants none.  The initial namespace's inode is fixed
+	 * (PROC_USER_INIT_INO); no /proc: not proven. */
+	struct stat st;
+	return mmf_sys6(SYS_newfstatat, AT_FDCWD, (long)"/proc/self/ns/user", (long)&st, 0, 0, 0) == 0 &&
+	       st.st_ino == 0xEFFFFFFDu;
 }
 
 /* ---- seccomp filters ---------------------------------------------------- */
