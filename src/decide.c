@@ -228,6 +228,7 @@ long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 	uint64_t epoch = __atomic_load_n(&mmf_stale_epoch, __ATOMIC_SEQ_CST);
 	if (shape && __atomic_load_n(&mmf_stale, __ATOMIC_SEQ_CST))
 		shape = 0;
+	int err0 = errno; /* what a call mmfold makes again must leave */
 	if (align)
 		r = mmap_aligned(&folio_policy, op, t, align);
 	else if (shape && mmf_shape_forward(&map, op, s, e, &w, t, forward, &r)) {
@@ -245,6 +246,7 @@ long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 		mmf_stat_add(t, k, MMF_S_FORWARDED, (uint64_t)-1);
 		mmf_stat_add(t, k, MMF_S_BYTES_KERNEL, -asked);
 		mmf_stat_add(t, k, MMF_S_ERRORS, (uint64_t)-1);
+		errno = err0; /* the next definition set it for the first try */
 		r = forward(op, t, asked);
 	}
 	record(op, r, &hint);

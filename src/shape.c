@@ -2,6 +2,7 @@
  * shaping") for the cost model and the measurements behind it. */
 #include "shape.h"
 
+#include <errno.h>
 #include <string.h>
 
 #include "sys.h"
@@ -208,6 +209,7 @@ int mmf_shape_forward(const struct mmf_map *m, const struct mmf_op *op, uint64_t
 		return 0;
 	long r = 0;
 	uint64_t bytes = 0;
+	int err0 = errno; /* a refused piece must not show in it */
 	for (int i = 0; i < p.n; i++) {
 		struct mmf_op o = *op;
 		o.a[0] = (long)p.s[i];
@@ -222,6 +224,7 @@ int mmf_shape_forward(const struct mmf_map *m, const struct mmf_op *op, uint64_t
 		 * call as asked decides what the program sees */
 		mmf_stat_add(t, op->kind, MMF_S_ERRORS, (uint64_t)-1);
 		mmf_event(MMF_E_SHAPE_FALLBACK);
+		errno = err0;
 		*res = fwd(op, t, e - s);
 		return 1;
 	}

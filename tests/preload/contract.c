@@ -841,12 +841,14 @@ static void case_lazylock(void)
 /* mremap [p, p+len) to twice its size and show what came of it. */
 static void grow(const char *what, char *p, size_t len, size_t probe)
 {
+	errno = 12345; /* a call that succeeds leaves errno alone */
 	char *m = mremap(p, len, 2 * len, MREMAP_MAYMOVE);
 	if (m == MAP_FAILED) {
 		printf("mremap %s: %s\n", what, ename(errno));
 		return;
 	}
-	printf("mremap %s: moved, first byte %d, byte %zu %d\n", what, m[0], probe, m[probe]);
+	printf("mremap %s: moved, first byte %d, byte %zu %d, errno %s\n", what, m[0], probe, m[probe],
+	       errno == 12345 ? "unchanged" : ename(errno));
 	munmap(m, 2 * len);
 }
 
@@ -897,12 +899,13 @@ static void case_thpjoin(void)
 	munmap(t, PG);
 	grow("of the large and the small one", c, R + S, R - 1);
 	char *dst = fresh(2 * S / PG); /* room for the PG + S / 2 moved */
+	errno = 12345;
 	char *m = mremap(f + R - PG, PG + S, PG + S / 2, MREMAP_MAYMOVE | MREMAP_FIXED, dst);
 	if (m == MAP_FAILED)
 		printf("mremap shrinking onto a fixed address: %s\n", ename(errno));
 	else
-		printf("mremap shrinking onto a fixed address: %s, first byte %d\n", m == dst ? "moved" : "elsewhere",
-		       m[0]);
+		printf("mremap shrinking onto a fixed address: %s, first byte %d, errno %s\n",
+		       m == dst ? "moved" : "elsewhere", m[0], errno == 12345 ? "unchanged" : ename(errno));
 	munmap(dst, 2 * S);
 	munmap(f, R + S);
 }

@@ -145,7 +145,9 @@ START_TEST(forward_pieces_and_fallback)
 	/* the second piece refused once: the whole call is made */
 	char *q = striped();
 	fk_fail(FK_MPROTECT, FK_NEXT, (uint64_t)q + 5 * PG, (uint64_t)q + 6 * PG, EPERM, 1);
+	errno = 12345;
 	ck_assert_int_eq(fk_mprotect(q, 8, PROT_READ), 0);
+	ck_assert_int_eq(errno, 12345); /* the refused piece does not show */
 	ck_assert_uint_eq(fk_event(MMF_E_SHAPE_FALLBACK), 1);
 	/* the refused piece is not an error of the caller's */
 	ck_assert_uint_eq(fk_stat(MMF_K_MPROTECT, MMF_S_ERRORS), 0);
