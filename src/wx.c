@@ -165,6 +165,17 @@ static int touched(const struct mmf_op *op, uint64_t s[2], uint64_t e[2])
 	return n;
 }
 
+/* The run of records without a hole around [*s, *e) (at most 64 each
+ * way): what may be one VMA with it where mmfold kept no area apart. */
+static void widen_to_run(uint64_t *s, uint64_t *e)
+{
+	struct mmf_rec r;
+	for (int i = 0; i < 64 && *s > 0 && mmf_map_lookup(env.map, *s - 1, &r); i++)
+		*s = r.start;
+	for (int i = 0; i < 64 && mmf_map_lookup(env.map, *e, &r); i++)
+		*e = r.end;
+}
+
 void mmf_wx_before(const struct mmf_op *op)
 {
 	uint64_t s[2], e[2];
@@ -173,6 +184,12 @@ void mmf_wx_before(const struct mmf_op *op)
 	if (!active || !nused || (!nrelaxed && op->kind != MMF_K_MREMAP))
 		return;
 	int n = touched(op, s, e);
+	/* A move with MREMAP_DONTUNMAP unlocks all of the VMA it leaves, so
+	 * a kept area that would be one VMA with its source (records alike
+	 * and without a hole between) is given back to its neighbours first
+	 * (taken a little wide: any such run of records). */
+	if (op->kind == MMF_K_MREMAP && (op->a[3] & MREMAP_DONTUNMAP) && n > 0)
+		widen_to_run(&s[0], &e[0]);
 	for (int i = 0; i < WX_MAX; i++) {
 		struct ent *x = &tab[i];
 		if (x->state != ST_RELAXED && !(x->state == ST_KEPT && op->kind == MMF_K_MREMAP))

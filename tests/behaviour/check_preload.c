@@ -840,6 +840,9 @@ END_TEST
  * errno after an aligned mmap or mremap, a growsdown area's guard gap */
 START_TEST(script_contract) { run_script("contract"); }
 END_TEST
+/* contract cases that need a process of their own (thpjoin, wxdontunmap) */
+START_TEST(script_contract_alone) { run_script("contract-alone"); }
+END_TEST
 /* the report's counts for an mremap mmfold made again (contract thpjoin) */
 START_TEST(script_contract_stats) { run_script("contract-stats"); }
 END_TEST
@@ -1252,6 +1255,7 @@ Suite *preload_suite(void)
 	tcase_add_test(d, script_errno);
 	tcase_add_test(d, script_walk_stats);
 	tcase_add_test(d, script_contract);
+	tcase_add_test(d, script_contract_alone);
 	tcase_add_test(d, script_contract_stats);
 	tcase_add_test(d, script_setuid);
 	tcase_add_test(d, script_barrier);

@@ -59,6 +59,9 @@
  *     process without CAP_IPC_LOCK whose RLIMIT_MEMLOCK holds the one but
  *     not both, succeeds (a deferred munlock still counted), and so does
  *     any mapping under mlockall(MCL_FUTURE);
+ *   wxdontunmap: mremap(MREMAP_DONTUNMAP) of a page of locked memory next
+ *     to a code area mmfold keeps apart (MMFOLD_WX=keep): the unlock covers
+ *     the code area too, as without mmfold
  *   thpjoin: an mremap across a mapping mmfold gave huge-page advice and
  *     a neighbour alike in all else, which without mmfold are one VMA:
  *     a small mapping placed next to a committed reservation and touched,
@@ -751,6 +754,32 @@ static char *fresh(size_t n)
 	return a;
 }
 
+/* A code area flipped RW <-> RX, which mmfold keeps in a VMA of its own
+ * (MMFOLD_WX=keep), in memory locked whole: a move of another page of it
+ * with MREMAP_DONTUNMAP unlocks the whole VMA it leaves, the code area's
+ * pages with it (and MADV_DONTNEED, which fails on locked pages with
+ * EINVAL, then succeeds there). */
+static void case_wxdontunmap(void)
+{
+	printf("== wxdontunmap\n");
+	char *m = fresh(8);
+	memset(m, 1, 8 * PG);
+	for (int i = 0; i < 4; i++)
+		if (mprotect(m, 4 * PG, PROT_READ | PROT_EXEC) != 0 ||
+		    mprotect(m, 4 * PG, PROT_READ | PROT_WRITE) != 0)
+			exit(3);
+	say("mprotect(RW) pages 0-7", mprotect(m, 8 * PG, PROT_READ | PROT_WRITE));
+	say("mlock pages 0-7", mlock(m, 8 * PG));
+	char *d = fresh(1);
+	void *r = mremap(m + 7 * PG, PG, PG, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, d);
+	printf("mremap(page 7, MREMAP_DONTUNMAP): %s\n", r == MAP_FAILED ? ename(errno) : "moved");
+	show_locked("after the move", m, 8);
+	say("madvise(DONTNEED) pages 0-3", madvise(m, 4 * PG, MADV_DONTNEED));
+	munlock(m, 8 * PG);
+	munmap(m, 8 * PG);
+	munmap(d, PG);
+}
+
 static void case_lockperm(void)
 {
 	printf("== lockperm\n");
@@ -948,6 +977,8 @@ int main(int argc, char **argv)
 		case_lazylock();
 	if (!only || !strcmp(only, "thpjoin"))
 		case_thpjoin();
+	if (!only || !strcmp(only, "wxdontunmap"))
+		case_wxdontunmap();
 	if (only && !strcmp(only, "startfilter-exec"))
 		startfilter_exec();
 	if (only && !strcmp(only, "seccomp-inherited"))

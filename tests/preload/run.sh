@@ -29,7 +29,7 @@
 #      TEST_DEADLINE (seconds since the epoch; none by default): lazystress
 #      and bypass start no seed after it (the first seed always runs) and
 #      say how many of their seeds ran (CI's time budget, .ci/run),
-# Tests: walk walk-shape walk-bypass pastmap walk-stats errno_matrix contract contract-stats setuid barrier uffd barrier-uffd ctor sigreentry clonefork forklock broken
+# Tests: walk walk-shape walk-bypass pastmap walk-stats errno_matrix contract contract-alone contract-stats setuid barrier uffd barrier-uffd ctor sigreentry clonefork forklock broken
 # sigchain barrier-sigchain lazystress stopworld bypass (default: all; the last two run with
 # MMFOLD_SIGCHAIN=on, so mmfold's SIGSEGV handler runs first).  Each program runs without the library (reference) and
 # with it in modes off, safe and observe; stdout and exit status must be
@@ -702,7 +702,7 @@ t_barrier_uffd() {
 }
 
 tests=("$@")
-[ ${#tests[@]} = 0 ] && tests=(walk walk-shape walk-bypass pastmap walk-stats errno_matrix contract contract-stats setuid barrier uffd barrier-uffd ctor
+[ ${#tests[@]} = 0 ] && tests=(walk walk-shape walk-bypass pastmap walk-stats errno_matrix contract contract-alone contract-stats setuid barrier uffd barrier-uffd ctor
 	sigreentry clonefork forklock broken sigchain barrier-sigchain lazystress stopworld bypass)
 for t in "${tests[@]}"; do
 	case $t in
@@ -713,6 +713,9 @@ for t in "${tests[@]}"; do
 	walk-stats) t_walk_stats ;;
 	errno_matrix) t_simple errno_matrix "$BUILD/errno_matrix" ;;
 	contract) t_simple contract "$BUILD/contract" ;;
+	# cases whose course depends on what mmfold learned before them
+	# (huge-page density, W^X detection): each in a process of its own
+	contract-alone) for c in thpjoin wxdontunmap; do t_simple "contract-$c" "$BUILD/contract" "$c"; done ;;
 	contract-stats) t_contract_stats ;;
 	setuid) t_setuid ;;
 	barrier) t_simple barrier "$BUILD/barrier" 1 ;;
