@@ -343,6 +343,24 @@ void fast_gate(void)
 }
 
 /* Process-wide settings another call changed (preload/misc.c). */
+void mmf_note_before(long nr, long a0, long a1)
+{
+	int changes = 0;
+	if (nr == SYS_prctl)
+		changes = a0 == PR_SET_SECCOMP || a0 == PR_SET_MDWE;
+	else if (nr == SYS_seccomp)
+		changes = a0 == SECCOMP_SET_MODE_FILTER || a0 == SECCOMP_SET_MODE_STRICT;
+	else if (nr == SYS_personality)
+		changes = (unsigned long)a0 != 0xffffffffUL && (a0 & READ_IMPLIES_EXEC);
+	(void)a1;
+	if (!changes || __atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2 || in_write)
+		return;
+	/* a seccomp filter may refuse them, READ_IMPLIES_EXEC would make a
+	 * PROT_READ one executable, PR_SET_MDWE refuse a W+X one */
+	mmf_batch_flush_all();
+	mmf_lazy_flush_all();
+}
+
 void mmf_note_prctl(long option, long arg2, long result)
 {
 	if (option == PR_SET_SECCOMP && arg2 == SECCOMP_MODE_FILTER && result == 0)

@@ -840,7 +840,8 @@ END_TEST
  * errno after an aligned mmap or mremap, a growsdown area's guard gap */
 START_TEST(script_contract) { run_script("contract"); }
 END_TEST
-/* contract cases that need a process of their own (thpjoin, wxdontunmap) */
+/* contract cases that need a process of their own (thpjoin, wxdontunmap,
+ * lazyorder) */
 START_TEST(script_contract_alone) { run_script("contract-alone"); }
 END_TEST
 /* the report's counts for an mremap mmfold made again (contract thpjoin) */

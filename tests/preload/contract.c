@@ -59,6 +59,8 @@
  *     process without CAP_IPC_LOCK whose RLIMIT_MEMLOCK holds the one but
  *     not both, succeeds (a deferred munlock still counted), and so does
  *     any mapping under mlockall(MCL_FUTURE);
+ *   lazyorder: personality(READ_IMPLIES_EXEC) and a seccomp filter
+ *     refusing mprotect, made while lazy mode defers an earlier promotion
  *   wxdontunmap: mremap(MREMAP_DONTUNMAP) of a page of locked memory next
  *     to a code area mmfold keeps apart (MMFOLD_WX=keep): the unlock covers
  *     the code area too, as without mmfold
@@ -754,6 +756,60 @@ static char *fresh(size_t n)
 	return a;
 }
 
+/* Calls that change what the kernel does with a later mprotect, made
+ * while lazy mode defers one the program made before them: the deferred
+ * promotion must come out as it would have then.  READ_IMPLIES_EXEC would
+ * make a PROT_READ one executable; a seccomp filter refusing mprotect
+ * would refuse it (the write then faults).  Each in a child: both last. */
+static void case_lazyorder(void)
+{
+	printf("== lazyorder\n");
+	fflush(stdout);
+	pid_t p = fork();
+	if (p == 0) {
+		char *a = fresh(2);
+		memset(a, 1, 2 * PG);
+		say("mprotect(NONE)", mprotect(a, 2 * PG, PROT_NONE));
+		say("mprotect(R)", mprotect(a, 2 * PG, PROT_READ));
+		say("personality(READ_IMPLIES_EXEC)", personality(PER_LINUX | READ_IMPLIES_EXEC) < 0 ? -1 : 0);
+		show_locked("after it", a, 2);
+		fflush(stdout);
+		_exit(0);
+	}
+	child_status(p);
+	p = fork();
+	if (p == 0) {
+		char *a = fresh(4);
+		memset(a, 1, 4 * PG);
+		say("mprotect(R)", mprotect(a, 4 * PG, PROT_READ));
+		say("mprotect(RW)", mprotect(a, 4 * PG, PROT_READ | PROT_WRITE));
+		struct sock_filter f[] = {
+			BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mprotect, 0, 1),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		};
+		struct sock_fprog prog = {sizeof f / sizeof f[0], f};
+		say("no_new_privs", prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
+		say("filter: mprotect fails with EPERM", prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog));
+		struct sigaction sa = {.sa_handler = on_fault};
+		sigemptyset(&sa.sa_mask);
+		sa.sa_flags = SA_NODEFER;
+		sigaction(SIGSEGV, &sa, NULL);
+		int w = 0;
+		for (int i = 0; i < 4; i++) {
+			faulted = 0;
+			if (sigsetjmp(jb, 1) == 0)
+				((volatile char *)a)[i * PG] = 2;
+			w += !faulted;
+		}
+		printf("pages written: %d of 4\n", w);
+		fflush(stdout);
+		_exit(0);
+	}
+	child_status(p);
+}
+
 /* A code area flipped RW <-> RX, which mmfold keeps in a VMA of its own
  * (MMFOLD_WX=keep), in memory locked whole: a move of another page of it
  * with MREMAP_DONTUNMAP unlocks the whole VMA it leaves, the code area's
@@ -979,6 +1035,8 @@ int main(int argc, char **argv)
 		case_thpjoin();
 	if (!only || !strcmp(only, "wxdontunmap"))
 		case_wxdontunmap();
+	if (!only || !strcmp(only, "lazyorder"))
+		case_lazyorder();
 	if (only && !strcmp(only, "startfilter-exec"))
 		startfilter_exec();
 	if (only && !strcmp(only, "seccomp-inherited"))
