@@ -224,6 +224,10 @@ struct mmf_lazy_state {
 	uint32_t touched_max; /* MMFOLD_LAZY_TOUCHED percent of 1024 */
 	/* vm.overcommit_memory and vm.max_map_count, read when lazy mode starts. */
 	int overcommit;
+	/* The program dropped pages of locked memory (MADV_DONTNEED_LOCKED,
+	 * engine.c): an mlock is never cancelled against a waiting munlock
+	 * again, since the kernel's mlock faults such pages back in. */
+	int lock_dropped;
 	uint64_t max_maps;
 };
 extern struct mmf_lazy_state lazy_state;

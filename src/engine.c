@@ -48,6 +48,8 @@ long mmf_run(struct mmf_op *op)
 	if (asked > (1ull << 47))
 		asked = 0; /* a bad length (the call fails): not a size */
 	mmf_stat_add(t, k, MMF_S_BYTES_ASKED, asked);
+	if (k == MMF_K_MADVISE && (int)op->a[2] == 24 /* MADV_DONTNEED_LOCKED */)
+		__atomic_store_n(&lazy_state.lock_dropped, 1, __ATOMIC_RELAXED);
 
 	if (mode == MMF_MODE_OFF)
 		return forward(op, t, asked);

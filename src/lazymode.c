@@ -406,8 +406,9 @@ int lazy_run(struct mmf_op *op, struct mmf_tstats *t, long *res)
 		}
 	} else if (w.lock == MMF_LOCK_ON && lazy_covered(&z->unlock, s, e) == e - s &&
 		   lazy_known(s, e, PROT_NONE, MMF_LOCK_ON, &promo, &same, &locked) && locked &&
-		   mlock_permitted(1)) {
-		/* mlock of a range whose munlock waits: both vanish */
+		   !__atomic_load_n(&z->lock_dropped, __ATOMIC_RELAXED) && mlock_permitted(1)) {
+		/* mlock of a range whose munlock waits: both vanish (its
+		 * pages stayed locked, so all are there: lock_dropped) */
 		mmf_lazy_set(&z->unlock, s, e, -1);
 		mmf_stat_add(t, k, MMF_S_SKIPPED, 1);
 		mmf_event(MMF_E_LAZY_CANCELLED);

@@ -841,7 +841,7 @@ END_TEST
 START_TEST(script_contract) { run_script("contract"); }
 END_TEST
 /* contract cases that need a process of their own (thpjoin, wxdontunmap,
- * lazyorder) */
+ * lazyorder, lockdrop) */
 START_TEST(script_contract_alone) { run_script("contract-alone"); }
 END_TEST
 /* the report's counts for an mremap mmfold made again (contract thpjoin) */

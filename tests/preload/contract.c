@@ -59,6 +59,8 @@
  *     process without CAP_IPC_LOCK whose RLIMIT_MEMLOCK holds the one but
  *     not both, succeeds (a deferred munlock still counted), and so does
  *     any mapping under mlockall(MCL_FUTURE);
+ *   lockdrop: locked pages dropped (MADV_DONTNEED_LOCKED), then munlock
+ *     and mlock, which faults them back in
  *   lazyorder: personality(READ_IMPLIES_EXEC) and a seccomp filter
  *     refusing mprotect, made while lazy mode defers an earlier promotion
  *   wxdontunmap: mremap(MREMAP_DONTUNMAP) of a page of locked memory next
@@ -756,6 +758,18 @@ static char *fresh(size_t n)
 	return a;
 }
 
+/* Which of n pages at a are resident. */
+static void resident(const char *what, const char *a, size_t n)
+{
+	unsigned char v[16];
+	if (n > sizeof v || mincore((void *)a, n * PG, v) != 0)
+		exit(3);
+	printf("%s: resident ", what);
+	for (size_t i = 0; i < n; i++)
+		putchar('0' + (v[i] & 1));
+	putchar('\n');
+}
+
 /* Calls that change what the kernel does with a later mprotect, made
  * while lazy mode defers one the program made before them: the deferred
  * promotion must come out as it would have then.  READ_IMPLIES_EXEC would
@@ -808,6 +822,23 @@ static void case_lazyorder(void)
 		_exit(0);
 	}
 	child_status(p);
+}
+
+/* Locked pages dropped (MADV_DONTNEED_LOCKED), then munlock and mlock:
+ * the mlock faults them back in, also where lazy mode let the munlock
+ * wait (it cancels such pairs only while no locked page was dropped). */
+static void case_lockdrop(void)
+{
+	printf("== lockdrop\n");
+	char *a = fresh(8);
+	memset(a, 1, 8 * PG);
+	say("mlock", mlock(a, 8 * PG));
+	say("madvise(DONTNEED_LOCKED)", madvise(a, 8 * PG, 24 /* MADV_DONTNEED_LOCKED */));
+	say("munlock", munlock(a, 8 * PG));
+	say("mlock again", mlock(a, 8 * PG));
+	resident("after it", a, 8);
+	say("munlock", munlock(a, 8 * PG));
+	munmap(a, 8 * PG);
 }
 
 /* A code area flipped RW <-> RX, which mmfold keeps in a VMA of its own
@@ -867,17 +898,6 @@ static void case_lockperm(void)
 	child_status(p);
 }
 
-/* Which of n pages at a are resident. */
-static void resident(const char *what, const char *a, size_t n)
-{
-	unsigned char v[16];
-	if (n > sizeof v || mincore((void *)a, n * PG, v) != 0)
-		exit(3);
-	printf("%s: resident ", what);
-	for (size_t i = 0; i < n; i++)
-		putchar('0' + (v[i] & 1));
-	putchar('\n');
-}
 
 static void case_lazylock(void)
 {
@@ -1037,6 +1057,8 @@ int main(int argc, char **argv)
 		case_wxdontunmap();
 	if (!only || !strcmp(only, "lazyorder"))
 		case_lazyorder();
+	if (!only || !strcmp(only, "lockdrop"))
+		case_lockdrop();
 	if (only && !strcmp(only, "startfilter-exec"))
 		startfilter_exec();
 	if (only && !strcmp(only, "seccomp-inherited"))

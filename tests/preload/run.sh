@@ -715,7 +715,7 @@ for t in "${tests[@]}"; do
 	contract) t_simple contract "$BUILD/contract" ;;
 	# cases whose course depends on what mmfold learned before them
 	# (huge-page density, W^X detection): each in a process of its own
-	contract-alone) for c in thpjoin wxdontunmap lazyorder; do t_simple "contract-$c" "$BUILD/contract" "$c"; done ;;
+	contract-alone) for c in thpjoin wxdontunmap lazyorder lockdrop; do t_simple "contract-$c" "$BUILD/contract" "$c"; done ;;
 	contract-stats) t_contract_stats ;;
 	setuid) t_setuid ;;
 	barrier) t_simple barrier "$BUILD/barrier" 1 ;;
