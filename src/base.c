@@ -9,7 +9,7 @@
 #include "fmt.h"
 #include "sys.h"
 
-struct mmf_config cfg = {.v = {
+struct mmf_config cfg MMF_DATA_ALIGN = {.v = {
 #define X(id, name, type, def, min, max, choices) def,
 	MMF_OPTIONS(X)
 #undef X

@@ -205,6 +205,10 @@ long mmf_bypass(const struct mmf_op *op, struct mmf_tstats *t, uint64_t asked);
  * loaded atomically. */
 struct mmf_lazy_state {
 	int on; /* lazy mode, tables ready, the fault handler is ours */
+	/* The program dropped pages of locked memory (MADV_DONTNEED_LOCKED,
+	 * engine.c): an mlock is never cancelled against a waiting munlock
+	 * again, since the kernel's mlock faults such pages back in. */
+	int lock_dropped;
 	struct mmf_lazy prot;   /* deferred promotions (want: the protection) */
 	struct mmf_lazy unlock; /* deferred munlocks */
 	/* MADV_DONTFORK (want 1) / MADV_DOFORK (want 0): VMA flags that matter
@@ -224,10 +228,6 @@ struct mmf_lazy_state {
 	uint32_t touched_max; /* MMFOLD_LAZY_TOUCHED percent of 1024 */
 	/* vm.overcommit_memory and vm.max_map_count, read when lazy mode starts. */
 	int overcommit;
-	/* The program dropped pages of locked memory (MADV_DONTNEED_LOCKED,
-	 * engine.c): an mlock is never cancelled against a waiting munlock
-	 * again, since the kernel's mlock faults such pages back in. */
-	int lock_dropped;
 	uint64_t max_maps;
 };
 extern struct mmf_lazy_state lazy_state;

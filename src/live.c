@@ -29,7 +29,7 @@
 _Static_assert(sizeof(struct mmf_live_hdr) <= NAMES_OFF, "the header must fit before the names");
 
 static struct mmf_live_hdr *seg;
-static char path[64];
+static char path[64] MMF_DATA_ALIGN;
 
 static void seg_path(char *out, size_t n, long pid)
 {

@@ -15,7 +15,7 @@ long mmf_sys6_raw(long n, long a, long b, long c, long d, long e, long f)
 	return mmf_sys6_asm(n, a, b, c, d, e, f);
 }
 
-struct mmf_kernel mmf_kernel;
+struct mmf_kernel mmf_kernel MMF_DATA_ALIGN;
 
 /* The table's raw entry, when a test set it (mmf_sys6). */
 __attribute__((used, noinline, externally_visible)) long mmf_sys6_hook(long n, long a, long b,

@@ -12,7 +12,7 @@
 #include "stats.h"
 #include "sys.h"
 
-static struct { uint64_t s, e; } ring[RING]; /* s == e: empty */
+static struct { uint64_t s, e; } ring[RING] MMF_DATA_ALIGN; /* s == e: empty */
 static unsigned ring_next;
 
 /* ---- lock-free look (relax) -------------------------------------------- */

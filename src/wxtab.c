@@ -12,7 +12,7 @@
 #include "stats.h"
 #include "sys.h"
 
-struct mmf_wx_env env;
+struct mmf_wx_env env MMF_DATA_ALIGN;
 int active;
 /* WX_MAX entries, mapped when W^X tracking starts (about 15 KiB that the
  * library's writable segment does not carry: a conservative collector
