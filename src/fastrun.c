@@ -17,14 +17,20 @@
  * W^X and huge-page bookkeeping, the section left, the hint kept or
  * learned. */
 static inline __attribute__((always_inline)) long
-change_done(const struct mmf_op *op, long r, const struct mmf_slotref *fr, uint32_t g, int exec)
+change_done(const struct mmf_op *op, long r, const struct mmf_slotref *fr, uint32_t g, int exec,
+	    uint64_t v0)
 {
 	struct mmf_slotref nr;
 	uint64_t a = (uint64_t)op->a[0];
 	uint64_t e = (a + (uint64_t)op->a[1] + mmf_fast_pgmask) & ~mmf_fast_pgmask;
 	int prot = (int)op->a[2];
-	int d = r == 0 ? mmf_map_reprot(&map, fr, a, e, (uint8_t)prot, safe_state.mlock_seen, &nr) : 0;
+	int d = r == 0 ? mmf_map_reprot(&map, fr, a, e, (uint8_t)prot, safe_state.mlock_seen, v0, &nr)
+		       : 0;
 	if (!d) {
+		/* the word as it was (mmf_map_prot_changing), for record(); a
+		 * failed call's range is forgotten there */
+		if (__atomic_load_n(&map.seq, __ATOMIC_RELAXED) == fr->seq)
+			__atomic_store_n((uint64_t *)fr->attr, v0, __ATOMIC_RELAXED);
 		struct mmf_hint h = {.b = a == fr->start && e == fr->end ? fr->b : NULL, .i = fr->i,
 				     .seq = fr->seq, .start = a, .end = e, .r = *fr};
 		record(op, r, &h);
@@ -79,7 +85,8 @@ long mmf_run_change(struct mmf_op *op, uint64_t v0, uint32_t g)
 	int exec = (prot | mmf_fast_prot(v)) & PROT_EXEC;
 	if (exec)
 		mmf_wx_before(op);
-	return change_done(op, forward(op, t, asked), &fr, g, exec);
+	mmf_map_prot_changing(&fr, v);
+	return change_done(op, forward(op, t, asked), &fr, g, exec, v);
 }
 
 /* kfn's call with its kernel time sampled (forward()'s rule), errno kept. */
@@ -126,13 +133,13 @@ long mmf_fast_off(uint64_t a, uint64_t len, int prot, int (*kfn)(void *, size_t,
  * not take the change: change_done, from an mmf_op. */
 static __attribute__((noinline)) long change_rest(uint64_t a, uint64_t len, int prot, int r,
 						  const struct mmf_slotref *fr, uint32_t g,
-						  long (*fwd)(const struct mmf_op *))
+						  long (*fwd)(const struct mmf_op *), uint64_t v0)
 {
 	struct mmf_op op = {.kind = MMF_K_MPROTECT, .a = {(long)a, (long)len, prot}, .fwd = fwd};
 	long kr = r == 0 ? 0 : -(long)errno;
 	if (r != 0)
 		mmf_stat_add(mmf_fast_tls.t, MMF_K_MPROTECT, MMF_S_ERRORS, 1);
-	return change_done(&op, kr, fr, g, 0);
+	return change_done(&op, kr, fr, g, 0, v0);
 }
 
 /* The forward path at its shortest: mmf_run_change for a call on memory
@@ -174,14 +181,15 @@ long mmf_fast_forward(uint64_t a, uint64_t len, int prot, uint64_t v0, uint32_t 
 		wleave_quick();
 		return MMF_FAST_DECLINED;
 	}
+	mmf_map_prot_changing(&fr, v);
 	int r = counted(t, kfn, a, len, prot, len);
 	if (r != 0)
-		return change_rest(a, len, prot, r, &fr, g, fwd);
+		return change_rest(a, len, prot, r, &fr, g, fwd, v);
 	uint64_t e = (a + len + mmf_fast_pgmask) & ~mmf_fast_pgmask;
 	int lk = safe_state.mlock_seen, d = MMF_REPROT_IN_PLACE;
-	if ((a != fr.start || e != fr.end || !mmf_map_reprot_whole(&map, &fr, (uint8_t)prot, lk)) &&
-	    !(d = mmf_map_reprot(&map, &fr, a, e, (uint8_t)prot, lk, &nr)))
-		return change_rest(a, len, prot, r, &fr, g, fwd);
+	if ((a != fr.start || e != fr.end || !mmf_map_reprot_whole(&map, &fr, (uint8_t)prot, lk, v)) &&
+	    !(d = mmf_map_reprot(&map, &fr, a, e, (uint8_t)prot, lk, v, &nr)))
+		return change_rest(a, len, prot, r, &fr, g, fwd, v);
 	if (prot == (PROT_READ | PROT_WRITE))
 		mmf_wx_rw_done(a, e);
 	mmf_thp_tick(PLD(folio_policy.thp_disabled));

@@ -650,12 +650,12 @@ int mmf_map_update_hint(struct mmf_map *m, const struct mmf_hint *h, const struc
  * becomes [rs,s), [s,e) at nv and [e,re) (the parts that are not empty),
  * and [s,e) takes in a neighbour that now equals it. */
 static __attribute__((noinline)) int reshape(struct mmf_map *m, const struct mmf_slotref *r,
-					     uint64_t s, uint64_t e, uint64_t nv,
+					     uint64_t s, uint64_t e, uint64_t v, uint64_t nv,
 					     struct mmf_slotref *out)
 {
 	struct mmf_block *b = (struct mmf_block *)r->b;
 	uint32_t i = r->i, n = b->n, first = i, last = i;
-	uint64_t rs = r->start, re = r->end, v = b->s[i].attr, lo = s, hi = e;
+	uint64_t rs = r->start, re = r->end, lo = s, hi = e;
 	if (s == rs && i > 0 && b->s[i - 1].attr == nv && b->s[i - 1].end == s) {
 		lo = b->s[i - 1].start;
 		first = i - 1;
@@ -718,7 +718,7 @@ static inline uint64_t reprot_word(uint64_t v, uint8_t prot, int lock_unknown)
 }
 
 int mmf_map_reprot(struct mmf_map *m, const struct mmf_slotref *r, uint64_t s, uint64_t e,
-		   uint8_t prot, int lock_unknown, struct mmf_slotref *out)
+		   uint8_t prot, int lock_unknown, uint64_t v, struct mmf_slotref *out)
 {
 	/* an unchanged sequence: the slot holds the record r names (only the
 	 * attribute word may have changed, in place) */
@@ -726,9 +726,11 @@ int mmf_map_reprot(struct mmf_map *m, const struct mmf_slotref *r, uint64_t s, u
 		return 0;
 	struct mmf_block *b = (struct mmf_block *)r->b;
 	uint32_t i = r->i;
-	uint64_t v = b->s[i].attr, nv = reprot_word(v, prot, lock_unknown);
-	if (nv == v)
+	uint64_t nv = reprot_word(v, prot, lock_unknown);
+	if (nv == v) {
+		ST(b->s[i].attr, nv); /* (mmf_map_prot_changing's mark off) */
 		return MMF_REPROT_IN_PLACE;
+	}
 	/* the neighbours, to be merged with when they now equal the record,
 	 * must be in this block (or be none: the map's first or last record) */
 	int moved = s != r->start || e != r->end;
@@ -745,20 +747,20 @@ int mmf_map_reprot(struct mmf_map *m, const struct mmf_slotref *r, uint64_t s, u
 			return 0;
 	}
 	if (moved)
-		return reshape(m, r, s, e, nv, out);
+		return reshape(m, r, s, e, v, nv, out);
 	/* one record, its word alone */
 	ST(b->s[i].attr, nv);
 	return MMF_REPROT_IN_PLACE;
 }
 
 int mmf_map_reprot_whole(struct mmf_map *m, const struct mmf_slotref *r, uint8_t prot,
-			 int lock_unknown)
+			 int lock_unknown, uint64_t v)
 {
 	if (m->seq != r->seq)
 		return 0;
 	struct mmf_block *b = (struct mmf_block *)r->b;
 	uint32_t i = r->i;
-	uint64_t nv = reprot_word(b->s[i].attr, prot, lock_unknown);
+	uint64_t nv = reprot_word(v, prot, lock_unknown);
 	if (i > 0 ? b->s[i - 1].attr == nv && b->s[i - 1].end == r->start : m->top[0] != b)
 		return 0;
 	if (i + 1 < b->n ? b->s[i + 1].attr == nv && b->s[i + 1].start == r->end

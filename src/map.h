@@ -207,7 +207,9 @@ int mmf_map_check_hint(const struct mmf_map *m, uint64_t start, uint64_t end,
 int mmf_map_update_hint(struct mmf_map *m, const struct mmf_hint *h, const struct mmf_upd *u);
 /* Writer lock held.  What a successful mprotect of [s,e) to prot (not
  * PROT_GROWS*) records, the mlock state made unknown when lock_unknown,
- * for [s,e) inside the record r (the map unchanged since r was taken):
+ * for [s,e) inside the record r (the map unchanged since r was taken),
+ * whose word was v before the call (its slot may hold v with the
+ * protection made unknown since: mmf_map_prot_changing):
  * the record's word changes in place, or it becomes up to three, or it
  * merges with the neighbours that now equal it, inside its block.
  * MMF_REPROT_IN_PLACE: done, no record moved (r holds still);
@@ -217,12 +219,28 @@ int mmf_map_update_hint(struct mmf_map *m, const struct mmf_hint *h, const struc
  * block, the map changed). */
 enum { MMF_REPROT_IN_PLACE = 1, MMF_REPROT_MOVED = 2 };
 int mmf_map_reprot(struct mmf_map *m, const struct mmf_slotref *r, uint64_t s, uint64_t e,
-		   uint8_t prot, int lock_unknown, struct mmf_slotref *out);
+		   uint8_t prot, int lock_unknown, uint64_t v, struct mmf_slotref *out);
 /* mmf_map_reprot for all of r's record ([r->start, r->end), r->attr not
  * NULL) when no neighbour then equals it: the word stored in place (as
  * MMF_REPROT_IN_PLACE), 1.  Otherwise nothing done: 0. */
 int mmf_map_reprot_whole(struct mmf_map *m, const struct mmf_slotref *r, uint8_t prot,
-			 int lock_unknown);
+			 int lock_unknown, uint64_t v);
+/* Writer lock held.  The protection of r's record (r->attr not NULL, the
+ * map unchanged since r was taken, v its word) made unknown in place,
+ * before a call that changes it reaches the kernel: if the section never
+ * ends (a signal handler's siglongjmp out of it, asynchronous
+ * cancellation), no reader skips a call on a word the kernel no longer
+ * matches.  The update after the call is given v (mmf_map_reprot,
+ * mmf_map_reprot_whole), or the caller stores v back first. */
+static inline void mmf_map_prot_changing(const struct mmf_slotref *r, uint64_t v)
+{
+	union {
+		uint64_t v;
+		struct mmf_attr a;
+	} w = {.v = v};
+	w.a.prot = MMF_UNKNOWN;
+	__atomic_store_n((uint64_t *)r->attr, w.v, __ATOMIC_RELAXED);
+}
 /* Copy the record containing addr into *out; 1 if found, 0 if in a hole. */
 int mmf_map_lookup(const struct mmf_map *m, uint64_t addr,
 		   struct mmf_rec *out);

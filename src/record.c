@@ -272,7 +272,9 @@ void record(const struct mmf_op *op, long r, struct mmf_hint *h)
 		 * block, and the hint names the record that holds [s,e) now */
 		if (h && !(u.fields & MMF_F_PKEY)) {
 			struct mmf_slotref nr;
-			int d = mmf_map_reprot(&map, &h->r, s, e, (uint8_t)prot, ss->mlock_seen, &nr);
+			int d = h->r.attr ? mmf_map_reprot(&map, &h->r, s, e, (uint8_t)prot, ss->mlock_seen,
+							  __atomic_load_n(h->r.attr, __ATOMIC_RELAXED), &nr)
+					  : 0;
 			if (d == MMF_REPROT_MOVED) {
 				h->b = NULL;
 				h->r = nr;

@@ -863,6 +863,9 @@ START_TEST(script_ctor) { run_script("ctor"); }
 END_TEST
 START_TEST(script_sigreentry) { run_script("sigreentry"); }
 END_TEST
+/* a handler that siglongjmps out of a forwarded mprotect (jumpout.c) */
+START_TEST(script_jumpout) { run_script("jumpout"); }
+END_TEST
 /* Children made by fork(), clone(), _Fork() and syscall() while threads
  * change protections: none hangs, each sees its own protections. */
 START_TEST(script_clonefork) { run_script("clonefork"); }
@@ -1264,6 +1267,7 @@ Suite *preload_suite(void)
 	tcase_add_test(d, script_barrier_uffd);
 	tcase_add_test(d, script_ctor);
 	tcase_add_test(d, script_sigreentry);
+	tcase_add_test(d, script_jumpout);
 	tcase_add_test(d, script_clonefork);
 	tcase_add_test(d, script_forklock);
 	tcase_add_test(d, script_broken_is_caught);

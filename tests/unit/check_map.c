@@ -624,8 +624,8 @@ START_TEST(test_reprot_edges)
 		struct mmf_slotref nr;
 		mmf_map_wlock(&m);
 		/* the whole record, equal to both neighbours after: never in place */
-		ck_assert_int_eq(mmf_map_reprot_whole(&m, &h.r, RW, 0), 0);
-		int d = mmf_map_reprot(&m, &h.r, P(i), P(i + 1), RW, 0, &nr);
+		ck_assert_int_eq(mmf_map_reprot_whole(&m, &h.r, RW, 0, *h.r.attr), 0);
+		int d = mmf_map_reprot(&m, &h.r, P(i), P(i + 1), RW, 0, *h.r.attr, &nr);
 		if (!d) {
 			struct mmf_upd u = upd_fields(MMF_F_PROT, owned_prot(RW));
 			mmf_map_update(&m, P(i), P(i + 1), &u);
@@ -653,10 +653,10 @@ START_TEST(test_reprot_edges)
 	for (int i = 5; i < N - 5; i += 7) {
 		struct mmf_slotref nr;
 		mmf_map_wlock(&m);
-		ck_assert_int_eq(mmf_map_reprot(&m, &r, P(i), P(i + 1), RO, 0, &nr), MMF_REPROT_MOVED);
+		ck_assert_int_eq(mmf_map_reprot(&m, &r, P(i), P(i + 1), RO, 0, *r.attr, &nr), MMF_REPROT_MOVED);
 		EXPECT_COUNT(&m, 3);
 		ck_assert(nr.start == P(i) && nr.end == P(i + 1));
-		ck_assert_int_eq(mmf_map_reprot(&m, &nr, P(i), P(i + 1), RW, 0, &r), MMF_REPROT_MOVED);
+		ck_assert_int_eq(mmf_map_reprot(&m, &nr, P(i), P(i + 1), RW, 0, *nr.attr, &r), MMF_REPROT_MOVED);
 		mmf_map_wunlock(&m);
 		EXPECT_COUNT(&m, 1);
 		ck_assert(r.start == P(0) && r.end == P(N));
@@ -666,7 +666,7 @@ START_TEST(test_reprot_edges)
 	r.seq -= 2;
 	struct mmf_slotref nr;
 	mmf_map_wlock(&m);
-	ck_assert_int_eq(mmf_map_reprot(&m, &r, P(3), P(4), RO, 0, &nr), 0);
+	ck_assert_int_eq(mmf_map_reprot(&m, &r, P(3), P(4), RO, 0, *r.attr, &nr), 0);
 	mmf_map_wunlock(&m);
 	EXPECT_COUNT(&m, 1);
 }
@@ -702,10 +702,10 @@ START_TEST(test_reprot_whole)
 			ck_assert_ptr_nonnull(h.r.attr);
 			edge += h.r.i == 0;
 			mmf_map_wlock(&m);
-			int d = mmf_map_reprot_whole(&m, &h.r, to[t], 0), g = -1;
+			int d = mmf_map_reprot_whole(&m, &h.r, to[t], 0, *h.r.attr), g = -1;
 			if (!d && t == 2) { /* only where a neighbour is in another block */
 				struct mmf_slotref nr;
-				g = mmf_map_reprot(&m, &h.r, P(i), P(i + 1), to[t], 0, &nr);
+				g = mmf_map_reprot(&m, &h.r, P(i), P(i + 1), to[t], 0, *h.r.attr, &nr);
 				declined++;
 			}
 			mmf_map_wunlock(&m);
@@ -1649,14 +1649,23 @@ static void do_reprot(struct mmf_map *m, struct mctx *c)
 		memset(&nr, 0x5a, sizeof nr);
 		mmf_map_wlock(m);
 		int d = 0;
+		/* as the forward path does: the word read under the lock, its
+		 * protection made unknown while the kernel call runs (half of
+		 * the time), the word before given to the update */
+		uint64_t v0 = r.attr && !stale ? *r.attr : 0;
+		int marked = r.attr && !stale && chance(&c->rng, 50);
+		if (marked)
+			mmf_map_prot_changing(&r, v0);
 		if (r.attr && r.start == maddr(s) && r.end == maddr(e) && chance(&c->rng, 50)) {
-			int w1 = mmf_map_reprot_whole(m, &r, prot, lk);
+			int w1 = mmf_map_reprot_whole(m, &r, prot, lk, v0);
 			REQUIRE(!(stale && w1), "%s\n  reprot_whole took a stale hint", c->desc);
 			c->whole[w1]++;
 			d = w1 ? MMF_REPROT_IN_PLACE : 0;
 		}
 		if (!d && r.attr)
-			d = mmf_map_reprot(m, &r, maddr(s), maddr(e), prot, lk, &nr);
+			d = mmf_map_reprot(m, &r, maddr(s), maddr(e), prot, lk, v0, &nr);
+		if (!d && marked)
+			*(uint64_t *)r.attr = v0; /* (fastrun.c's change_done) */
 		if (!d)
 			mmf_map_update(m, maddr(s), maddr(e), &u);
 		mmf_map_wunlock(m);
@@ -2414,7 +2423,8 @@ START_TEST(test_concurrent_readers)
 			struct mmf_slotref nr;
 			uint8_t p = chance(&rng, 50) ? RW : RO;
 			mmf_map_check_hint(&m, caddr(s), caddr(e), &w, &h);
-			if (!h.r.attr || !mmf_map_reprot(&m, &h.r, caddr(s), caddr(e), p, 0, &nr)) {
+			if (!h.r.attr || !mmf_map_reprot(&m, &h.r, caddr(s), caddr(e), p, 0,
+							 *h.r.attr, &nr)) {
 				struct mmf_upd u;
 				memset(&u, 0, sizeof u);
 				u.fields = MMF_F_PROT;
