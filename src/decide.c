@@ -228,6 +228,21 @@ long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 	uint64_t epoch = __atomic_load_n(&mmf_stale_epoch, __ATOMIC_SEQ_CST);
 	if (shape && __atomic_load_n(&mmf_stale, __ATOMIC_SEQ_CST))
 		shape = 0;
+	/* an mprotect inside one record mmfold owns: its protection unknown
+	 * while the kernel changes it, so that a section left half-way
+	 * leaves no record a skip trusts (mmf_map_prot_changing; record()
+	 * gets the word from before the call) */
+	if (k == MMF_K_MPROTECT && mode >= MMF_MODE_SAFE && !shape && !op->flags && hint.r.attr &&
+	    !((int)op->a[2] & ~PROT_RWX) && __atomic_load_n(&map.seq, __ATOMIC_RELAXED) == hint.r.seq) {
+		union {
+			uint64_t v;
+			struct mmf_attr a;
+		} w0 = {.v = __atomic_load_n(hint.r.attr, __ATOMIC_RELAXED)};
+		if (w0.a.owned == 1) {
+			hint.v0 = w0.v;
+			mmf_map_prot_changing(&hint.r, w0.v);
+		}
+	}
 	int err0 = errno; /* what a call mmfold makes again must leave */
 	if (align)
 		r = mmap_aligned(&folio_policy, op, t, align);

@@ -27,12 +27,9 @@ change_done(const struct mmf_op *op, long r, const struct mmf_slotref *fr, uint3
 	int d = r == 0 ? mmf_map_reprot(&map, fr, a, e, (uint8_t)prot, safe_state.mlock_seen, v0, &nr)
 		       : 0;
 	if (!d) {
-		/* the word as it was (mmf_map_prot_changing), for record(); a
-		 * failed call's range is forgotten there */
-		if (__atomic_load_n(&map.seq, __ATOMIC_RELAXED) == fr->seq)
-			__atomic_store_n((uint64_t *)fr->attr, v0, __ATOMIC_RELAXED);
+		/* v0: the word as it was (mmf_map_prot_changing) */
 		struct mmf_hint h = {.b = a == fr->start && e == fr->end ? fr->b : NULL, .i = fr->i,
-				     .seq = fr->seq, .start = a, .end = e, .r = *fr};
+				     .seq = fr->seq, .start = a, .end = e, .r = *fr, .v0 = v0};
 		record(op, r, &h);
 	}
 	if (exec)

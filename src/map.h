@@ -195,6 +195,9 @@ struct mmf_hint {
 	/* The record that holds the whole range, when one does (else r.attr
 	 * is NULL). */
 	struct mmf_slotref r;
+	/* Its word before the call when the writer made its protection
+	 * unknown for the call (mmf_map_prot_changing), else 0. */
+	uint64_t v0;
 };
 /* mmf_map_check that also fills *h (h->b stays NULL unless the range is
  * exactly one record; h->r.attr NULL unless one record holds it). */

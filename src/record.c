@@ -210,6 +210,17 @@ static void record_mremap(const struct mmf_op *op, long r)
 
 /* Applies u to [s,e): through the reader's hint when it still holds, else
  * by a search; a successful call on a hole leaves an observed record. */
+/* The word of the hint's record as it was before the call, back in its
+ * slot when the writer made the protection unknown for the call
+ * (mmf_map_prot_changing), before an update that may copy it elsewhere. */
+static void unmark(struct mmf_hint *h)
+{
+	if (h && h->v0 && h->r.attr && __atomic_load_n(&map.seq, __ATOMIC_RELAXED) == h->r.seq)
+		__atomic_store_n((uint64_t *)h->r.attr, h->v0, __ATOMIC_RELAXED);
+	if (h)
+		h->v0 = 0;
+}
+
 static void upd(uint64_t s, uint64_t e, const struct mmf_upd *u, const struct mmf_hint *h, long r)
 {
 	if (h && h->b && h->start == s && h->end == e && mmf_map_update_hint(&map, h, u))
@@ -249,11 +260,13 @@ void record(const struct mmf_op *op, long r, struct mmf_hint *h)
 				s = 0;
 			if (prot & PROT_GROWSUP)
 				e = UINT64_MAX & ~(uint64_t)(page - 1);
+			unmark(h);
 			mmf_map_forget(&map, s, e);
 			return;
 		}
 		if (r != 0 || (prot & ~PROT_RWX) || ss->rie) {
 			/* Failures can be partial (a hole, EACCES on a later VMA). */
+			unmark(h);
 			mmf_map_forget(&map, s, e);
 			return;
 		}
@@ -272,16 +285,19 @@ void record(const struct mmf_op *op, long r, struct mmf_hint *h)
 		 * block, and the hint names the record that holds [s,e) now */
 		if (h && !(u.fields & MMF_F_PKEY)) {
 			struct mmf_slotref nr;
-			int d = h->r.attr ? mmf_map_reprot(&map, &h->r, s, e, (uint8_t)prot, ss->mlock_seen,
-							  __atomic_load_n(h->r.attr, __ATOMIC_RELAXED), &nr)
+			uint64_t v = h->v0 ? h->v0 : h->r.attr ? __atomic_load_n(h->r.attr, __ATOMIC_RELAXED) : 0;
+			int d = h->r.attr ? mmf_map_reprot(&map, &h->r, s, e, (uint8_t)prot, ss->mlock_seen, v, &nr)
 					  : 0;
 			if (d == MMF_REPROT_MOVED) {
 				h->b = NULL;
 				h->r = nr;
 			}
-			if (d)
+			if (d) {
+				h->v0 = 0;
 				return;
+			}
 		}
+		unmark(h);
 		upd(s, e, &u, h, r);
 		return;
 	}

@@ -15,7 +15,10 @@
  * differed (none, on a library that keeps its promise), so the output is
  * the same with and without mmfold.
  *
- * Each round runs in a child process.  The section the handler leaves
+ * Odd rounds toggle a second page (a page inside another mapping) after
+ * each call on the first, so that every call finds this thread's hint on
+ * the other record and takes mmfold's general course (decide.c) instead
+ * of the forward path (fastrun.c).  Each round runs in a child process.  The section the handler leaves
  * keeps the writer lock: later calls that
  * need it wait MMFOLD_LOCK_WAIT once, then go without the map (README,
  * MMFOLD_LOCK_WAIT).  In modes whose sections block asynchronous signals
@@ -26,7 +29,8 @@
 #include <sched.h>
 #include <sys/wait.h>
 
-static char *page;
+static char *page, *other;
+static int general; /* the worker alternates two pages (see main) */
 static sigjmp_buf jb;
 static volatile sig_atomic_t armed, jumped;
 static volatile long calls;
@@ -54,7 +58,11 @@ static void *worker(void *arg)
 		armed = 1;
 		for (;;) {
 			mprotect(page, PG, PROT_READ | PROT_WRITE);
+			if (general)
+				mprotect(other, PG, PROT_READ | PROT_WRITE);
 			mprotect(page, PG, PROT_NONE);
+			if (general)
+				mprotect(other, PG, PROT_NONE);
 			calls++;
 		}
 	}
@@ -75,8 +83,10 @@ static int allows(char *p)
 static int round_once(void)
 {
 	page = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (page == MAP_FAILED)
+	other = mmap(NULL, 64 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (page == MAP_FAILED || other == MAP_FAILED)
 		fail("mmap");
+	other += 32 * PG;
 	calls = 0;
 	jumped = 0;
 	pthread_t t;
@@ -89,12 +99,14 @@ static int round_once(void)
 		usleep(10);
 	}
 	int bad = 0;
-	for (int i = 0; i < 2; i++) {
-		bad |= mprotect(page, PG, PROT_NONE) != 0;
-		bad |= allows(page) != 0;
-		bad |= mprotect(page, PG, PROT_READ | PROT_WRITE) != 0;
-		bad |= allows(page) != 3;
-	}
+	for (int i = 0; i < 2; i++)
+		for (int k = 0; k < 1 + general; k++) {
+			char *p = k ? other : page;
+			bad |= mprotect(p, PG, PROT_NONE) != 0;
+			bad |= allows(p) != 0;
+			bad |= mprotect(p, PG, PROT_READ | PROT_WRITE) != 0;
+			bad |= allows(p) != 3;
+		}
 	/* the worker stays parked: a cancelled thread would unwind into
 	 * the section it left */
 	return bad;
@@ -118,8 +130,10 @@ int main(int argc, char **argv)
 		pid_t p = fork();
 		if (p < 0)
 			fail("fork");
-		if (p == 0)
+		if (p == 0) {
+			general = r & 1;
 			_exit(round_once());
+		}
 		int st;
 		if (waitpid(p, &st, 0) != p || !WIFEXITED(st) || WEXITSTATUS(st)) {
 			printf("round %d: the page did not allow what the last call asked\n", r);
