@@ -74,7 +74,7 @@ MMF_EXPORT int prctl(int option, ...)
 	for (int i = 0; i < 4; i++)
 		a[i] = va_arg(ap, unsigned long);
 	va_end(ap);
-	mmf_note_before(SYS_prctl, option, (long)a[0]);
+	mmf_note_before(SYS_prctl, option);
 	long r;
 	if (mmf_next.prctl)
 		r = mmf_next.prctl(option, a[0], a[1], a[2], a[3]);
@@ -87,7 +87,7 @@ MMF_EXPORT int prctl(int option, ...)
 
 MMF_EXPORT int personality(unsigned long persona)
 {
-	mmf_note_before(SYS_personality, (long)persona, 0);
+	mmf_note_before(SYS_personality, (long)persona);
 	long r;
 	if (mmf_next.personality)
 		r = mmf_next.personality(persona);

@@ -70,7 +70,7 @@ MMF_EXPORT long syscall(long nr, ...)
 				return r;
 		}
 		if (nr == SYS_prctl || nr == SYS_personality || nr == SYS_seccomp)
-			mmf_note_before(nr, a[0], a[1]);
+			mmf_note_before(nr, a[0]);
 		if (mmf_next.syscall)
 			r = mmf_next.syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 		else

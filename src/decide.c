@@ -240,7 +240,7 @@ long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 		} w0 = {.v = __atomic_load_n(hint.r.attr, __ATOMIC_RELAXED)};
 		if (w0.a.owned == 1) {
 			hint.v0 = w0.v;
-			mmf_map_prot_changing(&hint.r, w0.v);
+			mmf_map_prot_changing(&map, &hint.r, w0.v);
 		}
 	}
 	int err0 = errno; /* what a call mmfold makes again must leave */

@@ -87,10 +87,10 @@ static inline int mmf_is_err(long r) { return (unsigned long)r > -4096UL; }
 
 /* Notes of calls that change what skips may assume. */
 /* Before a call that changes what the kernel accepts or does with a later
- * mprotect (nr: SYS_prctl, SYS_seccomp or SYS_personality, with its first
- * two arguments): what batches queued and lazy mode deferred is made
- * first, as the program made it before. */
-void mmf_note_before(long nr, long a0, long a1);
+ * mprotect (nr: SYS_prctl, SYS_seccomp or SYS_personality, a0 its first
+ * argument): what batches queued and lazy mode deferred is made first, as
+ * the program made it before. */
+void mmf_note_before(long nr, long a0);
 void mmf_note_prctl(long option, long arg2, long result);
 void mmf_note_personality(unsigned long persona, long result);
 /* syscall(SYS_seccomp, operation, ...) returned result. */

@@ -82,7 +82,7 @@ long mmf_run_change(struct mmf_op *op, uint64_t v0, uint32_t g)
 	int exec = (prot | mmf_fast_prot(v)) & PROT_EXEC;
 	if (exec)
 		mmf_wx_before(op);
-	mmf_map_prot_changing(&fr, v);
+	mmf_map_prot_changing(&map, &fr, v);
 	return change_done(op, forward(op, t, asked), &fr, g, exec, v);
 }
 
@@ -178,7 +178,7 @@ long mmf_fast_forward(uint64_t a, uint64_t len, int prot, uint64_t v0, uint32_t 
 		wleave_quick();
 		return MMF_FAST_DECLINED;
 	}
-	mmf_map_prot_changing(&fr, v);
+	mmf_map_prot_changing(&map, &fr, v);
 	int r = counted(t, kfn, a, len, prot, len);
 	if (r != 0)
 		return change_rest(a, len, prot, r, &fr, g, fwd, v);

@@ -342,8 +342,8 @@ void fast_gate(void)
 	mmf_bypass_allow(bypass);
 }
 
-/* Process-wide settings another call changed (preload/misc.c). */
-void mmf_note_before(long nr, long a0, long a1)
+/* Before prctl, seccomp or personality (engine.h). */
+void mmf_note_before(long nr, long a0)
 {
 	int changes = 0;
 	if (nr == SYS_prctl)
@@ -352,7 +352,6 @@ void mmf_note_before(long nr, long a0, long a1)
 		changes = a0 == SECCOMP_SET_MODE_FILTER || a0 == SECCOMP_SET_MODE_STRICT;
 	else if (nr == SYS_personality)
 		changes = (unsigned long)a0 != 0xffffffffUL && (a0 & READ_IMPLIES_EXEC);
-	(void)a1;
 	if (!changes || __atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2 || in_write)
 		return;
 	/* a seccomp filter may refuse them, READ_IMPLIES_EXEC would make a
@@ -361,6 +360,7 @@ void mmf_note_before(long nr, long a0, long a1)
 	mmf_lazy_flush_all();
 }
 
+/* Process-wide settings another call changed (preload/misc.c). */
 void mmf_note_prctl(long option, long arg2, long result)
 {
 	if (option == PR_SET_SECCOMP && arg2 == SECCOMP_MODE_FILTER && result == 0)

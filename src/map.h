@@ -228,15 +228,19 @@ int mmf_map_reprot(struct mmf_map *m, const struct mmf_slotref *r, uint64_t s, u
  * MMF_REPROT_IN_PLACE), 1.  Otherwise nothing done: 0. */
 int mmf_map_reprot_whole(struct mmf_map *m, const struct mmf_slotref *r, uint8_t prot,
 			 int lock_unknown, uint64_t v);
-/* Writer lock held.  The protection of r's record (r->attr not NULL, the
- * map unchanged since r was taken, v its word) made unknown in place,
+/* Writer lock held.  The protection of r's record (r->attr not NULL, v
+ * its word; nothing done when the map changed since r was taken) made
+ * unknown in place,
  * before a call that changes it reaches the kernel: if the section never
  * ends (a signal handler's siglongjmp out of it, asynchronous
  * cancellation), no reader skips a call on a word the kernel no longer
  * matches.  The update after the call is given v (mmf_map_reprot,
  * mmf_map_reprot_whole), or the caller stores v back first. */
-static inline void mmf_map_prot_changing(const struct mmf_slotref *r, uint64_t v)
+static inline void mmf_map_prot_changing(const struct mmf_map *m, const struct mmf_slotref *r,
+					 uint64_t v)
 {
+	if (__atomic_load_n(&m->seq, __ATOMIC_RELAXED) != r->seq)
+		return; /* the slot may hold another record now */
 	union {
 		uint64_t v;
 		struct mmf_attr a;

@@ -208,8 +208,6 @@ static void record_mremap(const struct mmf_op *op, long r)
 	}
 }
 
-/* Applies u to [s,e): through the reader's hint when it still holds, else
- * by a search; a successful call on a hole leaves an observed record. */
 /* The word of the hint's record as it was before the call, back in its
  * slot when the writer made the protection unknown for the call
  * (mmf_map_prot_changing), before an update that may copy it elsewhere. */
@@ -221,6 +219,8 @@ static void unmark(struct mmf_hint *h)
 		h->v0 = 0;
 }
 
+/* Applies u to [s,e): through the reader's hint when it still holds, else
+ * by a search; a successful call on a hole leaves an observed record. */
 static void upd(uint64_t s, uint64_t e, const struct mmf_upd *u, const struct mmf_hint *h, long r)
 {
 	if (h && h->b && h->start == s && h->end == e && mmf_map_update_hint(&map, h, u))

@@ -1655,7 +1655,7 @@ static void do_reprot(struct mmf_map *m, struct mctx *c)
 		uint64_t v0 = r.attr && !stale ? *r.attr : 0;
 		int marked = r.attr && !stale && chance(&c->rng, 50);
 		if (marked)
-			mmf_map_prot_changing(&r, v0);
+			mmf_map_prot_changing(m, &r, v0);
 		if (r.attr && r.start == maddr(s) && r.end == maddr(e) && chance(&c->rng, 50)) {
 			int w1 = mmf_map_reprot_whole(m, &r, prot, lk, v0);
 			REQUIRE(!(stale && w1), "%s\n  reprot_whole took a stale hint", c->desc);
