@@ -92,6 +92,16 @@ void pending_add(uint64_t s, uint64_t e);
 extern uint32_t mmf_bypass_ok;
 extern uint64_t mmf_lock_wait_ns;
 extern uint64_t mmf_stale, mmf_stale_epoch;
+/* A section's call in the kernel (wlock.c, "calls in flight"): counted in
+ * mmf_stale, [s,e) the range it may change while gen is odd. */
+struct mmf_flight {
+	uint64_t s, e;
+	uint32_t gen;
+};
+extern struct mmf_flight mmf_flight;
+void flight_begin(uint64_t s, uint64_t e);
+void flight_end(void);
+int flight_apart(uint64_t stale, uint32_t g, uint64_t fs, uint64_t fe, uint64_t s, uint64_t e);
 int wenter_try(void);
 int wenter_quick(void);
 void stale_add(uint64_t s, uint64_t e, int prot_only);

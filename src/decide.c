@@ -144,10 +144,15 @@ long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 	int shape = 0; /* a change on known memory: range shaping may apply */
 	if (wx == MMF_WX_NONE && question(op, &s, &e, &w)) {
 		uint64_t stale = __atomic_load_n(&mmf_stale, __ATOMIC_ACQUIRE);
+		uint32_t fg = __atomic_load_n(&mmf_flight.gen, __ATOMIC_ACQUIRE);
+		uint64_t fs = __atomic_load_n(&mmf_flight.s, __ATOMIC_RELAXED);
+		uint64_t fe = __atomic_load_n(&mmf_flight.e, __ATOMIC_RELAXED);
 		int v = mmf_map_check_hint(&map, s, e, &w, &hint);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		/* a call bypassing the map may have changed what it says */
-		if (v < MMF_CHANGE && (stale || __atomic_load_n(&mmf_stale, __ATOMIC_RELAXED)))
+		/* a call bypassing the map may have changed what it says, or
+		 * a section's call in flight whose range meets [s,e) */
+		if (v < MMF_CHANGE && (stale || __atomic_load_n(&mmf_stale, __ATOMIC_RELAXED)) &&
+		    !flight_apart(stale, fg, fs, fe, s, e))
 			v = MMF_CHANGE;
 		shape = v == MMF_CHANGE && mode >= MMF_MODE_SAFE && w.what != MMF_Q_LOCK;
 		/* The range is one record: nothing inside it is already at the
@@ -243,6 +248,18 @@ long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 			mmf_map_prot_changing(&map, &hint.r, w0.v);
 		}
 	}
+	/* any other call that may change what the map says: counted in
+	 * flight until the map holds what it did, where a signal handler
+	 * could leave the section half-way (wlock.c, "calls in flight") */
+	int flight = 0;
+	if (mode >= MMF_MODE_SAFE && !hint.v0 && !wmasked) {
+		uint64_t fs, fe;
+		mmf_reach(op, &fs, &fe);
+		if (fs < fe) {
+			flight_begin(fs, fe);
+			flight = 1;
+		}
+	}
 	int err0 = errno; /* what a call mmfold makes again must leave */
 	if (align)
 		r = mmap_aligned(&folio_policy, op, t, align);
@@ -268,6 +285,8 @@ long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 	if (mode >= MMF_MODE_SAFE)
 		mmf_wx_after(op, r);
 	mmf_thp_tick(PLD(folio_policy.thp_disabled));
+	if (flight)
+		flight_end();
 	wleave();
 	if (r == 0 && __builtin_expect(PLD(ss->filter_ok) != 0, 0) && mmf_filter_accepted(op))
 		__atomic_fetch_or(&mmf_fast.f.off, MMF_FAST_REFRESH, __ATOMIC_RELEASE);

@@ -209,6 +209,50 @@ static void prot_unknown(uint64_t s, uint64_t e)
 	(void)mmf_map_update(&map, s, e, &u);
 }
 
+/* ---- calls in flight ------------------------------------------------------
+ *
+ * A section that leaves signals open (bypassing allowed) may never end: a
+ * signal handler that siglongjmps out of it, or asynchronous cancellation,
+ * between the kernel's change and the record's.  The lock stays with it
+ * (other threads bypass, above), but readers would trust what the map
+ * says of the call's range.  decide()'s general course therefore counts
+ * its call in mmf_stale from before the kernel call until the map holds
+ * what it did, and publishes the range it may change (mmf_reach; an
+ * mprotect inside one record marks the record instead:
+ * mmf_map_prot_changing).  The fast paths skip nothing meanwhile (they test
+ * mmf_stale); decide() skips a call whose range lies apart from the
+ * flight's (flight_apart).  A section left half-way keeps its count and
+ * its range: nothing there is skipped again. */
+struct mmf_flight mmf_flight MMF_DATA_ALIGN;
+
+void flight_begin(uint64_t s, uint64_t e)
+{
+	__atomic_store_n(&mmf_flight.s, s, __ATOMIC_RELAXED);
+	__atomic_store_n(&mmf_flight.e, e, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&mmf_stale, 1, __ATOMIC_SEQ_CST);
+	/* odd: the range is this flight's (release: after the stores) */
+	__atomic_store_n(&mmf_flight.gen, mmf_flight.gen + 1, __ATOMIC_RELEASE);
+}
+
+void flight_end(void)
+{
+	__atomic_store_n(&mmf_flight.gen, mmf_flight.gen + 1, __ATOMIC_RELEASE);
+	__atomic_sub_fetch(&mmf_stale, 1, __ATOMIC_SEQ_CST);
+}
+
+/* A reader read mmf_stale (stale), then mmf_flight.gen (g) and the range
+ * (fs, fe), then the map, for the call's range [s,e): 1 when what it read
+ * stands, the only call in flight being a section's apart from [s,e).
+ * Both read again: the same values mean the same flight (a flight counts
+ * itself in mmf_stale before its gen turns odd, so an odd gen read after
+ * stale means stale, read again, includes it). */
+int flight_apart(uint64_t stale, uint32_t g, uint64_t fs, uint64_t fe, uint64_t s, uint64_t e)
+{
+	return stale == 1 && (g & 1) && (fe <= s || e <= fs) &&
+	       __atomic_load_n(&mmf_stale, __ATOMIC_RELAXED) == 1 &&
+	       __atomic_load_n(&mmf_flight.gen, __ATOMIC_RELAXED) == g;
+}
+
 /* A bypassing call begins (before its kernel call) and ends (after its
  * ranges are listed): decide.c's mmf_bypass. */
 void stale_begin(void)
@@ -350,6 +394,7 @@ void mmf_bypass_refuse(void)
 void mmf_stale_fork_child(void)
 {
 	mmf_stale = 0;
+	mmf_flight.gen = 0;
 	stale_done = 0;
 	stale_over = 0;
 	stuck_gen = 0;

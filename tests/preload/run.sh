@@ -724,7 +724,7 @@ for t in "${tests[@]}"; do
 	barrier-uffd) t_barrier_uffd ;;
 	ctor) t_simple ctor "$BUILD/ctor_main" ;;
 	sigreentry) t_simple sigreentry "$BUILD/sigreentry" "${SIGREENTRY_ITER:-25000}" ;;
-	jumpout) t_simple jumpout "$BUILD/jumpout" "${JUMPOUT_ROUNDS:-60}" ;;
+	jumpout) t_simple jumpout "$BUILD/jumpout" "${JUMPOUT_ROUNDS:-140}" ;;
 	clonefork) t_simple clonefork "$BUILD/clonefork" "${CLONEFORK_ROUNDS:-30}" ;;
 	forklock) t_simple forklock "$BUILD/forklock" "${FORKLOCK_FORKS:-300}" ;;
 	broken) t_broken ;;

@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "core.h"
 #include "fake_kernel.h"
 #include "stats.h"
 #include "suites.h"
@@ -137,6 +138,41 @@ START_TEST(mlock2_onfault_repeated)
 	ck_assert_uint_eq(fk_prlimit_calls, asked + 3);
 	ck_assert_uint_eq(fk_stat(MMF_K_MLOCK, MMF_S_SKIPPED), 2);
 	ck_assert_uint_eq(fk_stat(MMF_K_MLOCK, MMF_S_UNPROVEN), 3);
+}
+END_TEST
+
+/* A section's call in flight (wlock.c, "calls in flight": what decide()
+ * counts while a signal handler could leave its section half-way): no
+ * skip on its range, none anywhere while a bypassing call is counted too,
+ * and skips apart from it go on; once it ends, and the bypass is
+ * accounted for, its range is skipped again. */
+START_TEST(flight_reader)
+{
+	fk_start("safe", NULL);
+	char *p = fk_map(8, RW);
+	uint64_t s = (uint64_t)p;
+	ck_assert_int_eq(fk_mprotect(p + 4 * PGL, 4, PROT_READ), 0);
+	unsigned long n = fk_count(FK_MPROTECT, FK_NEXT);
+	ck_assert_int_eq(fk_mprotect(p, 1, RW), 0);
+	ck_assert_uint_eq(fk_count(FK_MPROTECT, FK_NEXT), n);
+	flight_begin(s, s + 4 * (uint64_t)PGL);
+	ck_assert_int_eq(fk_mprotect(p + 3 * PGL, 1, RW), 0); /* on its range */
+	ck_assert_uint_eq(fk_count(FK_MPROTECT, FK_NEXT), n + 1);
+	ck_assert_int_eq(fk_mprotect(p + 4 * PGL, 1, PROT_READ), 0); /* apart */
+	ck_assert_uint_eq(fk_count(FK_MPROTECT, FK_NEXT), n + 1);
+	stale_begin(); /* a bypassing call as well */
+	ck_assert_int_eq(fk_mprotect(p + 4 * PGL, 1, PROT_READ), 0);
+	ck_assert_uint_eq(fk_count(FK_MPROTECT, FK_NEXT), n + 2);
+	flight_end();
+	ck_assert_int_eq(fk_mprotect(p, 1, RW), 0);
+	ck_assert_uint_eq(fk_count(FK_MPROTECT, FK_NEXT), n + 3);
+	stale_end(); /* accounted for by the next section */
+	ck_assert_int_eq(fk_mprotect(p + 5 * PGL, 1, PROT_READ), 0);
+	ck_assert_uint_eq(fk_count(FK_MPROTECT, FK_NEXT), n + 4);
+	ck_assert_int_eq(fk_mprotect(p + 3 * PGL, 1, RW), 0);
+	ck_assert_int_eq(fk_mprotect(p + 5 * PGL, 1, PROT_READ), 0);
+	ck_assert_uint_eq(fk_count(FK_MPROTECT, FK_NEXT), n + 4);
+	ck_assert_uint_eq(fk_stat(MMF_K_MPROTECT, MMF_S_SKIPPED), 4);
 }
 END_TEST
 
@@ -293,6 +329,7 @@ Suite *dispatch_suite(void)
 	tcase_add_test(f, mmap_enomem);
 	tcase_add_test(f, mlock_eagain);
 	tcase_add_test(f, mlock2_onfault_repeated);
+	tcase_add_test(f, flight_reader);
 	tcase_add_test(f, seal_eperm);
 	tcase_add_test(f, own_memory_refused);
 	tcase_add_test(f, eintr_retried);
