@@ -107,6 +107,9 @@ static inline unsigned long one(int w, unsigned long i)
 	case 12:
 		check(mlock2(area, 64 * KIB, MLOCK_ONFAULT) == 0, "mlock2");
 		return 1;
+	case 13: /* advice mmfold tracks, each call a change: its general course */
+		check(madvise(area, pg, (i & 1) ? MADV_DOFORK : MADV_DONTFORK) == 0, "madvise");
+		return 1;
 	case 10: {
 		unsigned long all = ~0ul, old;
 		syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, &old, 8);
@@ -128,12 +131,12 @@ static __attribute__((noinline)) unsigned long loop(int w, unsigned long n)
 
 static const char *const names[] = {"skip",    "forward",   "toggle",  "wx",    "write",
 				    "read",    "open",      "sigaction", "sigmask", "pread",
-				    "maskpair", "skipsec",  "onfault"};
+				    "maskpair", "skipsec",  "onfault", "advise"};
 
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: instr skip|forward|toggle|wx|write|read|open|sigaction|sigmask|pread|maskpair|skipsec|onfault [calls]\n");
+		fprintf(stderr, "usage: instr skip|forward|toggle|wx|write|read|open|sigaction|sigmask|pread|maskpair|skipsec|onfault|advise [calls]\n");
 		return 2;
 	}
 	int w = -1;
