@@ -74,6 +74,13 @@ static __attribute__((noinline)) int mprotect_run(void *addr, size_t len, int pr
 {
 	struct mmf_op op = {.kind = MMF_K_MPROTECT, .a = {(long)addr, (long)len, prot},
 			    .fwd = fwd_mprotect};
+	/* a section's call in flight elsewhere: the hint may answer still */
+	if (f == MMF_FAST_GENERAL &&
+	    mmf_stale_now(__atomic_load_n(&mmf_stale, __ATOMIC_RELAXED)) == MMF_FLIGHT_BIT) {
+		f = mmf_fast_mprotect_flight((uint64_t)addr, len, prot, &v, &g);
+		if (f == MMF_FAST_SKIPPED)
+			return 0;
+	}
 	if (f == MMF_FAST_MAYBE)
 		return (int)mmf_libc_ret(mmf_run_change(&op, v, g));
 	return (int)mmf_libc_ret(mmf_run(&op));

@@ -86,22 +86,22 @@ void async_restore(void);
  * before the lock is released. */
 void pending_add(uint64_t s, uint64_t e);
 /* Calls that bypass the map (wlock.c, where the rules are).  mmf_bypass_ok:
- * the configuration allows it; mmf_stale: bypassing calls not yet
- * accounted for (nothing is skipped while it is not 0); mmf_stale_epoch:
- * bypasses ever begun. */
+ * the configuration allows it; mmf_stale (fast.h): bypassing calls not yet
+ * accounted for and a section's call in flight (nothing is skipped while
+ * its low half is not 0, but apart from the flight: mmf_flight_lets);
+ * mmf_stale_epoch: bypasses ever begun. */
 extern uint32_t mmf_bypass_ok;
 extern uint64_t mmf_lock_wait_ns;
-extern uint64_t mmf_stale, mmf_stale_epoch;
-/* A section's call in the kernel (wlock.c, "calls in flight"): counted in
- * mmf_stale, [s,e) the range it may change while gen is odd. */
+extern uint64_t mmf_stale_epoch;
+/* A section's call in the kernel (wlock.c, "calls in flight"): [s,e) the
+ * range it may change, id the flight's number (mmf_stale's high half). */
 struct mmf_flight {
 	uint64_t s, e;
-	uint32_t gen;
+	uint32_t id;
 };
 extern struct mmf_flight mmf_flight;
 void flight_begin(uint64_t s, uint64_t e);
 void flight_end(void);
-int flight_apart(uint64_t stale, uint32_t g, uint64_t fs, uint64_t fe, uint64_t s, uint64_t e);
 int wenter_try(void);
 int wenter_quick(void);
 void stale_add(uint64_t s, uint64_t e, int prot_only);
@@ -120,7 +120,7 @@ void mmf_bypass_refuse(void);
 static inline void wleave_quick(void)
 {
 	struct mmf_fast_tls *x = mmf_fast_self();
-	if (PLD(x->w_pending.any) || __atomic_load_n(&mmf_stale, __ATOMIC_RELAXED)) {
+	if (PLD(x->w_pending.any) || __atomic_load_n(&mmf_stale_word.h.now, __ATOMIC_RELAXED)) {
 		wleave();
 		return;
 	}

@@ -144,15 +144,12 @@ long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 	int shape = 0; /* a change on known memory: range shaping may apply */
 	if (wx == MMF_WX_NONE && question(op, &s, &e, &w)) {
 		uint64_t stale = __atomic_load_n(&mmf_stale, __ATOMIC_ACQUIRE);
-		uint32_t fg = __atomic_load_n(&mmf_flight.gen, __ATOMIC_ACQUIRE);
-		uint64_t fs = __atomic_load_n(&mmf_flight.s, __ATOMIC_RELAXED);
-		uint64_t fe = __atomic_load_n(&mmf_flight.e, __ATOMIC_RELAXED);
+		int lets = !mmf_stale_now(stale) || mmf_flight_lets(stale, s, e - s);
 		int v = mmf_map_check_hint(&map, s, e, &w, &hint);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		/* a call bypassing the map may have changed what it says, or
 		 * a section's call in flight whose range meets [s,e) */
-		if (v < MMF_CHANGE && (stale || __atomic_load_n(&mmf_stale, __ATOMIC_RELAXED)) &&
-		    !flight_apart(stale, fg, fs, fe, s, e))
+		if (v < MMF_CHANGE && (!lets || __atomic_load_n(&mmf_stale, __ATOMIC_RELAXED) != stale))
 			v = MMF_CHANGE;
 		shape = v == MMF_CHANGE && mode >= MMF_MODE_SAFE && w.what != MMF_Q_LOCK;
 		/* The range is one record: nothing inside it is already at the
@@ -231,7 +228,7 @@ long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 	 * it; one that begins meanwhile (the epoch moves) gets the caller's
 	 * call forwarded as asked after the shaped one */
 	uint64_t epoch = __atomic_load_n(&mmf_stale_epoch, __ATOMIC_SEQ_CST);
-	if (shape && __atomic_load_n(&mmf_stale, __ATOMIC_SEQ_CST))
+	if (shape && mmf_stale_now(__atomic_load_n(&mmf_stale, __ATOMIC_SEQ_CST)))
 		shape = 0;
 	/* an mprotect inside one record mmfold owns: its protection unknown
 	 * while the kernel changes it, so that a section left half-way

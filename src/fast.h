@@ -74,9 +74,28 @@ extern uint64_t mmf_fast_pgmask;
 extern uint64_t mmf_fast_cmask, mmf_fast_cwant;
 extern uint32_t mmf_fast_chg_prots;
 extern const uint32_t *mmf_fast_seq; /* the shadow map's sequence */
-/* Calls bypassing the map not yet accounted for (wlock.c): no skip while
- * it is not 0, read before and after the map. */
-extern uint64_t mmf_stale;
+/* Calls bypassing the map not yet accounted for (bits 0-30), a section's
+ * call in flight (bit 31) and flights ever begun (bits 32-63): wlock.c.
+ * Read before and after the map; no skip while its low half is not 0 but
+ * where mmf_flight_lets, and the word read after must equal the word read
+ * before (the same flight, no bypass since). */
+union mmf_stale_word {
+	uint64_t all;
+	struct {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		uint32_t now, flights; /* now: the low half */
+#else
+		uint32_t flights, now;
+#endif
+	} h;
+};
+extern union mmf_stale_word mmf_stale_word;
+#define mmf_stale (mmf_stale_word.all)
+#define MMF_FLIGHT_BIT (1ull << 31)
+static inline uint32_t mmf_stale_now(uint64_t v) { return (uint32_t)v; }
+/* v, mmf_stale as read before the map (acquire): 1 when all it counts is
+ * a section's call in flight whose range lies apart from [a, a + len). */
+int mmf_flight_lets(uint64_t v, uint64_t a, uint64_t len);
 
 /* Ranges changed behind a writer section's back by re-entrant calls
  * (wlock.c). */
@@ -202,14 +221,29 @@ static inline int mmf_fast_changes(const struct mmf_slotref *h, int prot, uint64
 
 /* MMF_FAST_SKIPPED, MMF_FAST_GENERAL, or MMF_FAST_MAYBE: the hint holds
  * the range and says it is not a no-op; *v is the record's attribute word
- * and *g the hint's generation, for mmf_run_change. */
-static inline int mmf_fast_mprotect(uint64_t a, uint64_t len, int prot, uint64_t *v_,
-				    uint32_t *g)
+ * and *g the hint's generation, for mmf_run_change.  flights: a section's
+ * call in flight apart from the range does not stop it (else the general
+ * path, the caller's mmf_fast_mprotect_flight, tries that: a call out of
+ * the hot path would give it a frame). */
+static inline __attribute__((always_inline)) int
+mmf_fast_mprotect_in(uint64_t a, uint64_t len, int prot, uint64_t *v_, uint32_t *g,
+		     const int flights)
 {
 	struct mmf_fast_tls *x = &mmf_fast_tls;
 	if (__builtin_expect(__atomic_load_n(&mmf_fast.all, __ATOMIC_RELAXED) != 0, 0) ||
-	    (unsigned)prot > 7 || __atomic_load_n(&mmf_stale, __ATOMIC_ACQUIRE))
+	    (unsigned)prot > 7)
 		return MMF_FAST_GENERAL;
+	/* without flights, its low half alone: 0 before and after the map
+	 * (a flight that began after the first read calls the kernel after
+	 * it too, so a skip then comes first) */
+	uint64_t stale = 0;
+	if (flights) {
+		stale = __atomic_load_n(&mmf_stale, __ATOMIC_ACQUIRE);
+		if (mmf_stale_now(stale) && !mmf_flight_lets(stale, a, len))
+			return MMF_FAST_GENERAL;
+	} else if (__atomic_load_n(&mmf_stale_word.h.now, __ATOMIC_ACQUIRE)) {
+		return MMF_FAST_GENERAL;
+	}
 	uint32_t gen = x->gen;
 	MMF_FAST_FENCE();
 	const struct mmf_slotref *h = x->cur;
@@ -233,7 +267,8 @@ static inline int mmf_fast_mprotect(uint64_t a, uint64_t len, int prot, uint64_t
 	uint64_t v = __atomic_load_n(attr, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	if (__atomic_load_n(mmf_fast_seq, __ATOMIC_RELAXED) != seq ||
-	    __atomic_load_n(&mmf_stale, __ATOMIC_RELAXED))
+	    (flights ? __atomic_load_n(&mmf_stale, __ATOMIC_RELAXED) != stale
+		     : __atomic_load_n(&mmf_stale_word.h.now, __ATOMIC_RELAXED) != 0))
 		return MMF_FAST_GENERAL;
 	struct mmf_tstats *t = x->t;
 	if ((v & mmf_fast_mask) != mmf_fast_want[prot] || __builtin_expect(!t, 0)) {
@@ -246,5 +281,15 @@ static inline int mmf_fast_mprotect(uint64_t a, uint64_t len, int prot, uint64_t
 	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_BYTES_ASKED, len);
 	return MMF_FAST_SKIPPED;
 }
+
+static inline int mmf_fast_mprotect(uint64_t a, uint64_t len, int prot, uint64_t *v_,
+				    uint32_t *g)
+{
+	return mmf_fast_mprotect_in(a, len, prot, v_, g, 0);
+}
+
+/* mmf_fast_mprotect when mmf_stale counts a section's call in flight
+ * (fastrun.c). */
+int mmf_fast_mprotect_flight(uint64_t a, uint64_t len, int prot, uint64_t *v_, uint32_t *g);
 
 #endif

@@ -126,6 +126,11 @@ long mmf_fast_off(uint64_t a, uint64_t len, int prot, int (*kfn)(void *, size_t,
 	return -(long)errno;
 }
 
+int mmf_fast_mprotect_flight(uint64_t a, uint64_t len, int prot, uint64_t *v_, uint32_t *g)
+{
+	return mmf_fast_mprotect_in(a, len, prot, v_, g, 1);
+}
+
 /* mmf_fast_forward's course when the call failed or the map's block could
  * not take the change: change_done, from an mmf_op. */
 static __attribute__((noinline)) long change_rest(uint64_t a, uint64_t len, int prot, int r,

@@ -269,7 +269,7 @@ void mmf_atfork_child_of(unsigned long clone_flags)
 	/* another thread of the parent held the lock at the copy (or this
 	 * one, from a handler inside its section): the map may be mid-change */
 	int mid_change = map.lock != 0 || (map.seq & 1) || in_write ||
-			 __atomic_load_n(&mmf_stale, __ATOMIC_RELAXED);
+			 mmf_stale_now(__atomic_load_n(&mmf_stale, __ATOMIC_RELAXED));
 	mmf_stale_fork_child();
 	map.lock = 0;
 	mmf_forking = 0; /* only this thread goes on */

@@ -135,7 +135,8 @@ void wenter(void)
  * would never be drained. */
 uint32_t mmf_bypass_ok;
 uint64_t mmf_lock_wait_ns = 1000000;
-uint64_t mmf_stale, mmf_stale_epoch;
+union mmf_stale_word mmf_stale_word;
+uint64_t mmf_stale_epoch;
 static uint64_t stale_done;
 static uint32_t stale_over;
 
@@ -216,41 +217,42 @@ static void prot_unknown(uint64_t s, uint64_t e)
  * between the kernel's change and the record's.  The lock stays with it
  * (other threads bypass, above), but readers would trust what the map
  * says of the call's range.  decide()'s general course therefore counts
- * its call in mmf_stale from before the kernel call until the map holds
- * what it did, and publishes the range it may change (mmf_reach; an
- * mprotect inside one record marks the record instead:
- * mmf_map_prot_changing).  The fast paths skip nothing meanwhile (they test
- * mmf_stale); decide() skips a call whose range lies apart from the
- * flight's (flight_apart).  A section left half-way keeps its count and
- * its range: nothing there is skipped again. */
+ * its call in mmf_stale (bit 31, MMF_FLIGHT_BIT) from before the kernel
+ * call until the map holds what it did, with the range it may change
+ * (mmf_reach) published in mmf_flight; an mprotect inside one record marks
+ * the record instead (mmf_map_prot_changing).  Each flight also adds one
+ * to mmf_stale's high half, so that a reader that reads the same word
+ * before and after the map knows that the flight it saw is still the one
+ * in flight.  Readers skip a call whose range lies apart from the flight's
+ * (mmf_flight_lets), nothing else while it is counted.  A section left
+ * half-way keeps its bit and its range: nothing there is skipped again. */
 struct mmf_flight mmf_flight MMF_DATA_ALIGN;
 
+/* Writer lock held (so one flight at a time, and mmf_stale's high half
+ * moves nowhere else): the range first, then the count, which numbers
+ * the flight. */
 void flight_begin(uint64_t s, uint64_t e)
 {
+	uint32_t id = (uint32_t)(__atomic_load_n(&mmf_stale, __ATOMIC_RELAXED) >> 32) + 1;
 	__atomic_store_n(&mmf_flight.s, s, __ATOMIC_RELAXED);
 	__atomic_store_n(&mmf_flight.e, e, __ATOMIC_RELAXED);
-	__atomic_add_fetch(&mmf_stale, 1, __ATOMIC_SEQ_CST);
-	/* odd: the range is this flight's (release: after the stores) */
-	__atomic_store_n(&mmf_flight.gen, mmf_flight.gen + 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&mmf_flight.id, id, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&mmf_stale, (1ull << 32) | MMF_FLIGHT_BIT, __ATOMIC_SEQ_CST);
 }
 
-void flight_end(void)
-{
-	__atomic_store_n(&mmf_flight.gen, mmf_flight.gen + 1, __ATOMIC_RELEASE);
-	__atomic_sub_fetch(&mmf_stale, 1, __ATOMIC_SEQ_CST);
-}
+void flight_end(void) { __atomic_sub_fetch(&mmf_stale, MMF_FLIGHT_BIT, __ATOMIC_SEQ_CST); }
 
-/* A reader read mmf_stale (stale), then mmf_flight.gen (g) and the range
- * (fs, fe), then the map, for the call's range [s,e): 1 when what it read
- * stands, the only call in flight being a section's apart from [s,e).
- * Both read again: the same values mean the same flight (a flight counts
- * itself in mmf_stale before its gen turns odd, so an odd gen read after
- * stale means stale, read again, includes it). */
-int flight_apart(uint64_t stale, uint32_t g, uint64_t fs, uint64_t fe, uint64_t s, uint64_t e)
+/* fast.h.  The range read after v (acquire) is the flight's that v
+ * numbers, or a later one's: then mmf_stale, read again by the caller
+ * after the map, differs from v. */
+int mmf_flight_lets(uint64_t v, uint64_t a, uint64_t len)
 {
-	return stale == 1 && (g & 1) && (fe <= s || e <= fs) &&
-	       __atomic_load_n(&mmf_stale, __ATOMIC_RELAXED) == 1 &&
-	       __atomic_load_n(&mmf_flight.gen, __ATOMIC_RELAXED) == g;
+	if (mmf_stale_now(v) != MMF_FLIGHT_BIT ||
+	    __atomic_load_n(&mmf_flight.id, __ATOMIC_RELAXED) != (uint32_t)(v >> 32))
+		return 0;
+	uint64_t s = __atomic_load_n(&mmf_flight.s, __ATOMIC_RELAXED);
+	uint64_t e = __atomic_load_n(&mmf_flight.e, __ATOMIC_RELAXED);
+	return e <= a || (s > a && s - a >= len);
 }
 
 /* A bypassing call begins (before its kernel call) and ends (after its
@@ -267,7 +269,7 @@ void stale_end(void) { __atomic_add_fetch(&stale_done, 1, __ATOMIC_RELEASE); }
  * unknown, and they are accounted for. */
 static void stale_drain(void)
 {
-	if (!__atomic_load_n(&mmf_stale, __ATOMIC_ACQUIRE))
+	if (!mmf_stale_now(__atomic_load_n(&mmf_stale, __ATOMIC_ACQUIRE)))
 		return;
 	uint64_t d = __atomic_load_n(&stale_done, __ATOMIC_ACQUIRE);
 	uint32_t over = __atomic_exchange_n(&stale_over, 0, __ATOMIC_ACQ_REL);
@@ -303,7 +305,7 @@ static void stale_drain(void)
 static inline int section_taken(void)
 {
 	__atomic_store_n(&lock_gen, lock_gen + 1, __ATOMIC_RELAXED);
-	if (__atomic_load_n(&mmf_stale, __ATOMIC_RELAXED))
+	if (mmf_stale_now(__atomic_load_n(&mmf_stale, __ATOMIC_RELAXED)))
 		stale_drain();
 	return 1;
 }
@@ -394,7 +396,7 @@ void mmf_bypass_refuse(void)
 void mmf_stale_fork_child(void)
 {
 	mmf_stale = 0;
-	mmf_flight.gen = 0;
+	mmf_flight.id = 0;
 	stale_done = 0;
 	stale_over = 0;
 	stuck_gen = 0;

@@ -13,6 +13,7 @@
 
 #include "core.h"
 #include "fake_kernel.h"
+#include "fast.h"
 #include "stats.h"
 #include "suites.h"
 #include "sys.h"
@@ -173,6 +174,20 @@ START_TEST(flight_reader)
 	ck_assert_int_eq(fk_mprotect(p + 5 * PGL, 1, PROT_READ), 0);
 	ck_assert_uint_eq(fk_count(FK_MPROTECT, FK_NEXT), n + 4);
 	ck_assert_uint_eq(fk_stat(MMF_K_MPROTECT, MMF_S_SKIPPED), 4);
+	/* the rule at its edges: a range that ends where the flight's
+	 * begins, or begins where it ends, lies apart; one from below it
+	 * whose end wraps past the top of the address space does not */
+	flight_begin(s + 2 * (uint64_t)PGL, s + 4 * (uint64_t)PGL);
+	uint64_t w = __atomic_load_n(&mmf_stale, __ATOMIC_RELAXED), g = (uint64_t)PGL;
+	ck_assert_int_eq(mmf_flight_lets(w, s, 2 * g), 1);
+	ck_assert_int_eq(mmf_flight_lets(w, s + 4 * g, g), 1);
+	ck_assert_int_eq(mmf_flight_lets(w, s, 2 * g + 1), 0);
+	ck_assert_int_eq(mmf_flight_lets(w, s + 3 * g, g), 0);
+	ck_assert_int_eq(mmf_flight_lets(w, s + g, UINT64_MAX - g), 0);
+	ck_assert_int_eq(mmf_flight_lets(w + 1, s, g), 0); /* a bypass too */
+	ck_assert_int_eq(mmf_flight_lets(w + (1ull << 32), s, g), 0); /* another flight's word */
+	flight_end();
+	ck_assert_int_eq(mmf_flight_lets(__atomic_load_n(&mmf_stale, __ATOMIC_RELAXED), s, g), 0);
 }
 END_TEST
 
