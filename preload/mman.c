@@ -74,16 +74,21 @@ static __attribute__((noinline)) int mprotect_run(void *addr, size_t len, int pr
 {
 	struct mmf_op op = {.kind = MMF_K_MPROTECT, .a = {(long)addr, (long)len, prot},
 			    .fwd = fwd_mprotect};
-	/* a section's call in flight elsewhere: the hint may answer still */
-	if (f == MMF_FAST_GENERAL &&
-	    mmf_stale_now(__atomic_load_n(&mmf_stale, __ATOMIC_RELAXED)) == MMF_FLIGHT_BIT) {
-		f = mmf_fast_mprotect_flight((uint64_t)addr, len, prot, &v, &g);
-		if (f == MMF_FAST_SKIPPED)
-			return 0;
-	}
 	if (f == MMF_FAST_MAYBE)
 		return (int)mmf_libc_ret(mmf_run_change(&op, v, g));
 	return (int)mmf_libc_ret(mmf_run(&op));
+}
+
+/* A section's call in flight (mmf_stale): the hint may answer still, when
+ * the call lies apart from it. */
+static __attribute__((noinline)) int mprotect_flight(void *addr, size_t len, int prot)
+{
+	uint64_t v = 0;
+	uint32_t g = 0;
+	int f = mmf_fast_mprotect_flight((uint64_t)addr, len, prot, &v, &g);
+	if (f == MMF_FAST_SKIPPED)
+		return 0;
+	return mprotect_run(addr, len, prot, f, v, g);
 }
 
 /* Off mode (the gate holds that alone): mmf_fast_off, else mmf_run. */
@@ -118,6 +123,8 @@ MMF_EXPORT int mprotect(void *addr, size_t len, int prot)
 	static const union mmf_fast_gate off_only = {.f = {.off = MMF_FAST_MODE | MMF_FAST_OFF}};
 	if (f == MMF_FAST_GENERAL && __atomic_load_n(&mmf_fast.all, __ATOMIC_RELAXED) == off_only.all)
 		return mprotect_off(addr, len, prot);
+	if (f == MMF_FAST_GENERAL && __atomic_load_n(&mmf_stale_word.h.now, __ATOMIC_RELAXED) == MMF_FLIGHT_BIT)
+		return mprotect_flight(addr, len, prot);
 	return mprotect_run(addr, len, prot, f, v, g);
 }
 

@@ -93,13 +93,6 @@ void pending_add(uint64_t s, uint64_t e);
 extern uint32_t mmf_bypass_ok;
 extern uint64_t mmf_lock_wait_ns;
 extern uint64_t mmf_stale_epoch;
-/* A section's call in the kernel (wlock.c, "calls in flight"): [s,e) the
- * range it may change, id the flight's number (mmf_stale's high half). */
-struct mmf_flight {
-	uint64_t s, e;
-	uint32_t id;
-};
-extern struct mmf_flight mmf_flight;
 void flight_begin(uint64_t s, uint64_t e);
 void flight_end(void);
 int wenter_try(void);

@@ -93,9 +93,28 @@ extern union mmf_stale_word mmf_stale_word;
 #define mmf_stale (mmf_stale_word.all)
 #define MMF_FLIGHT_BIT (1ull << 31)
 static inline uint32_t mmf_stale_now(uint64_t v) { return (uint32_t)v; }
+/* A section's call in the kernel (wlock.c, "calls in flight"): [s,e) the
+ * range it may change, id the flight's number (mmf_stale's high half). */
+struct mmf_flight {
+	uint64_t s, e;
+	uint32_t id;
+};
+extern struct mmf_flight mmf_flight;
+
 /* v, mmf_stale as read before the map (acquire): 1 when all it counts is
- * a section's call in flight whose range lies apart from [a, a + len). */
-int mmf_flight_lets(uint64_t v, uint64_t a, uint64_t len);
+ * a section's call in flight whose range lies apart from [a, a + len).
+ * The range read after v is the flight's that v numbers, or a later
+ * one's: then mmf_stale, read again by the caller after the map, differs
+ * from v. */
+static inline int mmf_flight_lets(uint64_t v, uint64_t a, uint64_t len)
+{
+	if (mmf_stale_now(v) != MMF_FLIGHT_BIT ||
+	    __atomic_load_n(&mmf_flight.id, __ATOMIC_RELAXED) != (uint32_t)(v >> 32))
+		return 0;
+	uint64_t s = __atomic_load_n(&mmf_flight.s, __ATOMIC_RELAXED);
+	uint64_t e = __atomic_load_n(&mmf_flight.e, __ATOMIC_RELAXED);
+	return e <= a || (s > a && s - a >= len);
+}
 
 /* Ranges changed behind a writer section's back by re-entrant calls
  * (wlock.c). */

@@ -242,19 +242,6 @@ void flight_begin(uint64_t s, uint64_t e)
 
 void flight_end(void) { __atomic_sub_fetch(&mmf_stale, MMF_FLIGHT_BIT, __ATOMIC_SEQ_CST); }
 
-/* fast.h.  The range read after v (acquire) is the flight's that v
- * numbers, or a later one's: then mmf_stale, read again by the caller
- * after the map, differs from v. */
-int mmf_flight_lets(uint64_t v, uint64_t a, uint64_t len)
-{
-	if (mmf_stale_now(v) != MMF_FLIGHT_BIT ||
-	    __atomic_load_n(&mmf_flight.id, __ATOMIC_RELAXED) != (uint32_t)(v >> 32))
-		return 0;
-	uint64_t s = __atomic_load_n(&mmf_flight.s, __ATOMIC_RELAXED);
-	uint64_t e = __atomic_load_n(&mmf_flight.e, __ATOMIC_RELAXED);
-	return e <= a || (s > a && s - a >= len);
-}
-
 /* A bypassing call begins (before its kernel call) and ends (after its
  * ranges are listed): decide.c's mmf_bypass. */
 void stale_begin(void)

@@ -64,6 +64,7 @@ WORKLOADS=(
 	"toggle|ns/toggle|lower|toggle 400000"
 	"threads_1t|calls/s|higher|threads_noop 1 500"
 	"threads_2t|calls/s|higher|threads_noop 2 500"
+	"threads_churn|calls/s|higher|threads_noop 1 500 churn"
 	"spin_1t|loops/s|higher|threads_noop 1 500 spin"
 	"spin_2t|loops/s|higher|threads_noop 2 500 spin"
 	"batch_dontneed_1t|ns/64 calls|lower|batch_calls dontneed 1 2000"
