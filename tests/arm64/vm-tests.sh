@@ -43,7 +43,7 @@ SUITES="map map_fill dispatch batch shape stats lazy config verify thp preload:b
 	preload:shape preload:profile sigchain sigchain_preload wx"
 # (after the suites: two thirds of the VM's time; the walk first, the
 # differential that covers the most)
-DIFF="walk errno_matrix contract sigreentry pastmap ctor barrier uffd barrier-uffd clonefork forklock broken
+DIFF="walk errno_matrix contract contract-alone jumpout sigreentry pastmap ctor barrier uffd barrier-uffd clonefork forklock broken
 	stopworld bypass lazystress walk-shape walk-bypass"
 BUDGET=0
 FOLIO_ARGS="-n 512 -l 64 -h 256 -t 8"
