@@ -234,9 +234,12 @@ struct mmf_flight mmf_flight MMF_DATA_ALIGN;
 void flight_begin(uint64_t s, uint64_t e)
 {
 	uint32_t id = (uint32_t)(__atomic_load_n(&mmf_stale, __ATOMIC_RELAXED) >> 32) + 1;
-	__atomic_store_n(&mmf_flight.s, s, __ATOMIC_RELAXED);
-	__atomic_store_n(&mmf_flight.e, e, __ATOMIC_RELAXED);
-	__atomic_store_n(&mmf_flight.id, id, __ATOMIC_RELAXED);
+	/* release: a reader that reads one of these and then fences
+	 * (acquire) sees the previous flight's end too, so its second read of
+	 * mmf_stale cannot give the word it read before them */
+	__atomic_store_n(&mmf_flight.s, s, __ATOMIC_RELEASE);
+	__atomic_store_n(&mmf_flight.e, e, __ATOMIC_RELEASE);
+	__atomic_store_n(&mmf_flight.id, id, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&mmf_stale, (1ull << 32) | MMF_FLIGHT_BIT, __ATOMIC_SEQ_CST);
 }
 
