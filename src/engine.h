@@ -147,6 +147,9 @@ int mmf_verify(uint64_t start, uint64_t end, const struct mmf_want *w);
 /* The VMA holding addr, from the PROCMAP_QUERY ioctl (Linux 6.11+) on fd
  * (an open /proc/self/maps): 0 and [*s,*e), or -errno (-ENOENT: none). */
 long mmf_vma_at(int fd, uint64_t addr, uint64_t *s, uint64_t *e);
+/* The protection of the VMA holding a (PROCMAP_QUERY, Linux 6.11+): its
+ * PROT_* bits, -2 when none holds it, -1 when the kernel cannot say. */
+int mmf_vma_prot(uint64_t a);
 /* Some VMA lies in [s,e) (PROCMAP_QUERY; before Linux 6.11, mincore on
  * each page of a range of at most 256 pages, a longer one taken as
  * mapped): 1, else 0. */

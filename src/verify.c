@@ -37,6 +37,25 @@ long mmf_vma_at(int fd, uint64_t a, uint64_t *s, uint64_t *e)
 	return 0;
 }
 
+int mmf_vma_prot(uint64_t a)
+{
+	long fd = mmf_sys_open("/proc/self/maps", 00 | 02000000 /* O_RDONLY | O_CLOEXEC */, 0);
+	if (fd < 0)
+		return -1;
+	struct procmap_query_ q;
+	memset(&q, 0, sizeof q);
+	q.size = sizeof q;
+	q.query_addr = a;
+	long r = mmf_sys6(SYS_ioctl, fd, (long)PROCMAP_QUERY_, (long)&q, 0, 0, 0);
+	mmf_sys_close((int)fd);
+	if (r == -2 /* ENOENT: no VMA holds a */)
+		return -2;
+	if (r != 0)
+		return -1; /* no PROCMAP_QUERY (before 6.11), or a filter refuses it */
+	return ((q.vma_flags & PMQ_R) ? PROT_READ : 0) | ((q.vma_flags & PMQ_W) ? PROT_WRITE : 0) |
+	       ((q.vma_flags & PMQ_X) ? PROT_EXEC : 0);
+}
+
 int mmf_kernel_maps_any(uint64_t s, uint64_t e)
 {
 	long fd = mmf_sys_open("/proc/self/maps", 00 | 02000000 /* O_RDONLY | O_CLOEXEC */, 0);

@@ -865,6 +865,9 @@ START_TEST(script_sigreentry) { run_script("sigreentry"); }
 END_TEST
 /* a handler that siglongjmps out of a forwarded mprotect (jumpout.c) */
 START_TEST(script_jumpout) { run_script("jumpout"); }
+/* a page reused at one address while another thread's failing mprotect
+ * makes and forgets what waits there (lazyreuse.c) */
+START_TEST(script_lazyreuse) { run_script("lazyreuse"); }
 END_TEST
 /* Children made by fork(), clone(), _Fork() and syscall() while threads
  * change protections: none hangs, each sees its own protections. */
@@ -1268,6 +1271,7 @@ Suite *preload_suite(void)
 	tcase_add_test(d, script_ctor);
 	tcase_add_test(d, script_sigreentry);
 	tcase_add_test(d, script_jumpout);
+	tcase_add_test(d, script_lazyreuse);
 	tcase_add_test(d, script_clonefork);
 	tcase_add_test(d, script_forklock);
 	tcase_add_test(d, script_broken_is_caught);

@@ -29,7 +29,7 @@
 #      TEST_DEADLINE (seconds since the epoch; none by default): lazystress
 #      and bypass start no seed after it (the first seed always runs) and
 #      say how many of their seeds ran (CI's time budget, .ci/run),
-# Tests: walk walk-shape walk-bypass pastmap walk-stats errno_matrix contract contract-alone contract-stats setuid barrier uffd barrier-uffd ctor sigreentry jumpout clonefork forklock broken
+# Tests: walk walk-shape walk-bypass pastmap walk-stats errno_matrix contract contract-alone contract-stats setuid barrier uffd barrier-uffd ctor sigreentry jumpout lazyreuse clonefork forklock broken
 # sigchain barrier-sigchain lazystress stopworld bypass (default: all; the last two run with
 # MMFOLD_SIGCHAIN=on, so mmfold's SIGSEGV handler runs first).  Each program runs without the library (reference) and
 # with it in modes off, safe and observe; stdout and exit status must be
@@ -91,6 +91,7 @@ build() {
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/uffd" "$HERE/uffd.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/sigreentry" "$HERE/sigreentry.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/jumpout" "$HERE/jumpout.c" &&
+		"$CC" "${CFLAGS[@]}" -o "$BUILD/lazyreuse" "$HERE/lazyreuse.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/clonefork" "$HERE/clonefork.c" &&
 		"$CC" "${CFLAGS[@]}" -shared -fPIC -o "$BUILD/libforklockl.so" "$HERE/forklockl.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/forklock" "$HERE/forklock.c" \
@@ -704,7 +705,7 @@ t_barrier_uffd() {
 
 tests=("$@")
 [ ${#tests[@]} = 0 ] && tests=(walk walk-shape walk-bypass pastmap walk-stats errno_matrix contract contract-alone contract-stats setuid barrier uffd barrier-uffd ctor
-	sigreentry jumpout clonefork forklock broken sigchain barrier-sigchain lazystress stopworld bypass)
+	sigreentry jumpout lazyreuse clonefork forklock broken sigchain barrier-sigchain lazystress stopworld bypass)
 for t in "${tests[@]}"; do
 	case $t in
 	walk) t_walk ;;
@@ -725,6 +726,7 @@ for t in "${tests[@]}"; do
 	ctor) t_simple ctor "$BUILD/ctor_main" ;;
 	sigreentry) t_simple sigreentry "$BUILD/sigreentry" "${SIGREENTRY_ITER:-25000}" ;;
 	jumpout) t_simple jumpout "$BUILD/jumpout" "${JUMPOUT_ROUNDS:-140}" ;;
+	lazyreuse) t_simple lazyreuse "$BUILD/lazyreuse" 20000 "${LAZYREUSE_RUNS:-6}" ;;
 	clonefork) t_simple clonefork "$BUILD/clonefork" "${CLONEFORK_ROUNDS:-30}" ;;
 	forklock) t_simple forklock "$BUILD/forklock" "${FORKLOCK_FORKS:-300}" ;;
 	broken) t_broken ;;
