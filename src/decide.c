@@ -143,14 +143,29 @@ long decide(struct mmf_op *op, struct mmf_tstats *t, uint64_t asked)
 	}
 	int shape = 0; /* a change on known memory: range shaping may apply */
 	if (wx == MMF_WX_NONE && question(op, &s, &e, &w)) {
-		uint64_t stale = __atomic_load_n(&mmf_stale, __ATOMIC_ACQUIRE);
-		int lets = !mmf_stale_now(stale) || mmf_flight_lets(stale, s, e - s);
-		int v = mmf_map_check_hint(&map, s, e, &w, &hint);
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		/* a call bypassing the map may have changed what it says, or
-		 * a section's call in flight whose range meets [s,e) */
-		if (v < MMF_CHANGE && (!lets || __atomic_load_n(&mmf_stale, __ATOMIC_RELAXED) != stale))
-			v = MMF_CHANGE;
+		 * a section's call in flight whose range meets [s,e); one
+		 * that began or ended while the map was read (mmf_stale moved)
+		 * makes the read worthless, not the call a change: read again
+		 * (another thread's calls in flight come and go every few
+		 * microseconds, and a call taken as a change waits for the
+		 * lock they hold) */
+		int v;
+		for (int tries = 0;; tries++) {
+			uint64_t stale = __atomic_load_n(&mmf_stale, __ATOMIC_ACQUIRE);
+			int lets = !mmf_stale_now(stale) || mmf_flight_lets(stale, s, e - s);
+			v = mmf_map_check_hint(&map, s, e, &w, &hint);
+			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			if (v >= MMF_CHANGE)
+				break;
+			int same = __atomic_load_n(&mmf_stale, __ATOMIC_RELAXED) == stale;
+			if (lets && same)
+				break;
+			if (same || tries == 3) {
+				v = MMF_CHANGE;
+				break;
+			}
+		}
 		shape = v == MMF_CHANGE && mode >= MMF_MODE_SAFE && w.what != MMF_Q_LOCK;
 		/* The range is one record: nothing inside it is already at the
 		 * target, and the model gives widening no credit, so auto would
