@@ -477,8 +477,8 @@ int lazy_run(struct mmf_op *op, struct mmf_tstats *t, long *res)
  *    the same page and kind of access, with no call through mmfold made
  *    on this thread in between (the memo of an earlier access there
  *    counted towards a later one, and a third, unrelated fault at a
- *    page a loop kept reusing went to the program: hammer and timer
- *    programs, 1 run in 10 to 1 in 20).
+ *    page a loop kept reusing went to the program:
+ *    tests/preload/lazyreuse.c).
  * "Allowed" follows the architecture: on x86-64 and arm64 a page with
  * PROT_WRITE or PROT_EXEC can be read.  Retrying errs on the safe side: a
  * wrong "allowed" costs one more fault (3 above), a wrong "not allowed"
