@@ -23,13 +23,27 @@ struct procmap_query_ {
 #define PMQ_X 4
 #define PMQ_COVERING_OR_NEXT 0x10
 
+/* PROCMAP_QUERY on fd (an open /proc/self/maps) for a: 0, or -errno. */
+static long query(long fd, uint64_t a, uint64_t flags, struct procmap_query_ *q)
+{
+	memset(q, 0, sizeof *q);
+	q->size = sizeof *q;
+	q->query_flags = flags;
+	q->query_addr = a;
+	return mmf_sys6(SYS_ioctl, fd, (long)PROCMAP_QUERY_, (long)q, 0, 0, 0);
+}
+
+/* The PROT_* bits of the VMA q found. */
+static int prot_of(const struct procmap_query_ *q)
+{
+	return ((q->vma_flags & PMQ_R) ? PROT_READ : 0) | ((q->vma_flags & PMQ_W) ? PROT_WRITE : 0) |
+	       ((q->vma_flags & PMQ_X) ? PROT_EXEC : 0);
+}
+
 long mmf_vma_at(int fd, uint64_t a, uint64_t *s, uint64_t *e)
 {
 	struct procmap_query_ q;
-	memset(&q, 0, sizeof q);
-	q.size = sizeof q;
-	q.query_addr = a;
-	long r = mmf_sys6(SYS_ioctl, fd, (long)PROCMAP_QUERY_, (long)&q, 0, 0, 0);
+	long r = query(fd, a, 0, &q);
 	if (r != 0)
 		return r;
 	*s = q.vma_start;
@@ -43,17 +57,13 @@ int mmf_vma_prot(uint64_t a)
 	if (fd < 0)
 		return -1;
 	struct procmap_query_ q;
-	memset(&q, 0, sizeof q);
-	q.size = sizeof q;
-	q.query_addr = a;
-	long r = mmf_sys6(SYS_ioctl, fd, (long)PROCMAP_QUERY_, (long)&q, 0, 0, 0);
+	long r = query(fd, a, 0, &q);
 	mmf_sys_close((int)fd);
 	if (r == -2 /* ENOENT: no VMA holds a */)
 		return -2;
 	if (r != 0)
 		return -1; /* no PROCMAP_QUERY (before 6.11), or a filter refuses it */
-	return ((q.vma_flags & PMQ_R) ? PROT_READ : 0) | ((q.vma_flags & PMQ_W) ? PROT_WRITE : 0) |
-	       ((q.vma_flags & PMQ_X) ? PROT_EXEC : 0);
+	return prot_of(&q);
 }
 
 int mmf_kernel_maps_any(uint64_t s, uint64_t e)
@@ -61,11 +71,7 @@ int mmf_kernel_maps_any(uint64_t s, uint64_t e)
 	long fd = mmf_sys_open("/proc/self/maps", 00 | 02000000 /* O_RDONLY | O_CLOEXEC */, 0);
 	if (fd >= 0) {
 		struct procmap_query_ q;
-		memset(&q, 0, sizeof q);
-		q.size = sizeof q;
-		q.query_flags = PMQ_COVERING_OR_NEXT;
-		q.query_addr = s;
-		long r = mmf_sys6(SYS_ioctl, fd, (long)PROCMAP_QUERY_, (long)&q, 0, 0, 0);
+		long r = query(fd, s, PMQ_COVERING_OR_NEXT, &q);
 		mmf_sys_close((int)fd);
 		if (r == 0)
 			return q.vma_start < e;
@@ -88,18 +94,12 @@ static int verify_prot(int fd, uint64_t s, uint64_t e, int prot)
 {
 	for (uint64_t a = s; a < e;) {
 		struct procmap_query_ q;
-		memset(&q, 0, sizeof q);
-		q.size = sizeof q;
-		q.query_addr = a;
-		long r = mmf_sys6(SYS_ioctl, fd, (long)PROCMAP_QUERY_, (long)&q, 0, 0, 0);
+		long r = query(fd, a, 0, &q);
 		if (r == -25 /* ENOTTY */ || r == -22 /* EINVAL */ || r == -38 /* ENOSYS */)
 			return -1; /* no PROCMAP_QUERY here (or a filter refuses it) */
 		if (r != 0 || q.vma_start > a)
 			return 0; /* a hole */
-		int p = ((q.vma_flags & PMQ_R) ? PROT_READ : 0) |
-			((q.vma_flags & PMQ_W) ? PROT_WRITE : 0) |
-			((q.vma_flags & PMQ_X) ? PROT_EXEC : 0);
-		if (p != prot)
+		if (prot_of(&q) != prot)
 			return 0;
 		a = q.vma_end;
 	}
