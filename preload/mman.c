@@ -111,6 +111,17 @@ static __attribute__((noinline)) int mprotect_change(void *addr, size_t len, int
 	return mprotect_run(addr, len, prot, MMF_FAST_MAYBE, v, g);
 }
 
+/* A change inside a flipping record (fast.h, mmf_fast_flipping):
+ * mmf_fast_flip, else mprotect_change. */
+static __attribute__((noinline)) int mprotect_flip(void *addr, size_t len, int prot, uint64_t v,
+						   uint32_t g)
+{
+	long r = mmf_fast_flip((uint64_t)addr, len, prot, g, mmf_next.mprotect, fwd_mprotect);
+	if (r != MMF_FAST_DECLINED)
+		return (int)mmf_libc_ret(r);
+	return mprotect_change(addr, len, prot, v, g);
+}
+
 MMF_EXPORT int mprotect(void *addr, size_t len, int prot)
 {
 	uint64_t v = 0;
@@ -119,7 +130,8 @@ MMF_EXPORT int mprotect(void *addr, size_t len, int prot)
 	if (f == MMF_FAST_SKIPPED)
 		return 0;
 	if (f == MMF_FAST_MAYBE && !((prot | mmf_fast_prot(v)) & PROT_EXEC))
-		return mprotect_change(addr, len, prot, v, g);
+		return mmf_fast_flipping(v) ? mprotect_flip(addr, len, prot, v, g)
+					    : mprotect_change(addr, len, prot, v, g);
 	static const union mmf_fast_gate off_only = {.f = {.off = MMF_FAST_MODE | MMF_FAST_OFF}};
 	if (f == MMF_FAST_GENERAL && __atomic_load_n(&mmf_fast.all, __ATOMIC_RELAXED) == off_only.all)
 		return mprotect_off(addr, len, prot);

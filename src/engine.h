@@ -46,6 +46,13 @@ long mmf_run_change(struct mmf_op *op, uint64_t v, uint32_t g);
 #define MMF_FAST_DECLINED 1
 long mmf_fast_forward(uint64_t a, uint64_t len, int prot, uint64_t v0, uint32_t g,
 		      int (*kfn)(void *, size_t, int), long (*fwd)(const struct mmf_op *));
+/* mmf_fast_forward's course for a flipping record (v, as read by
+ * mmf_fast_mprotect, says so: mmf_fast_flipping), taken first: the call
+ * forwarded under the lock and the map left as it is.  The same results;
+ * declined also for a call that repeats this thread's last one on the
+ * range (mmf_fast_forward records its protection again). */
+long mmf_fast_flip(uint64_t a, uint64_t len, int prot, uint32_t g,
+		   int (*kfn)(void *, size_t, int), long (*fwd)(const struct mmf_op *));
 /* Off mode's mprotect when the gate holds nothing else (fast.h,
  * MMF_FAST_OFF): counted as mmf_run and forward() count it and made
  * through kfn (the next mprotect); the kernel's result (0 or -errno), or

@@ -144,6 +144,13 @@ struct mmf_fast_tls {
 	uint32_t learning;    /* a learn is writing r[(gen + 1) & 1] */
 	struct mmf_tstats *t; /* this thread's counters, once allocated (stats.c) */
 	struct mmf_pending w_pending; /* wlock.c's pending */
+	/* fastrun.c's flipping test: the page range of this thread's last
+	 * change through the forward path, how many such changes in a row,
+	 * this thread's count of skipped mprotect calls then, and the
+	 * protection it last asked for on a flipping record (-1: none) */
+	uint64_t flip_a, flip_e, flip_skips;
+	uint32_t flip_n;
+	int flip_prot;
 };
 extern __thread struct mmf_fast_tls mmf_fast_tls __attribute__((tls_model("initial-exec")));
 
@@ -224,6 +231,23 @@ static inline int mmf_fast_prot(uint64_t v)
 	struct mmf_attr at;
 	__builtin_memcpy(&at, &v, sizeof at);
 	return at.prot;
+}
+
+/* The word with protection p alone (for masks: a constant). */
+static inline uint64_t mmf_fast_prot_word(uint8_t p)
+{
+	struct mmf_attr at = {.prot = p};
+	uint64_t v;
+	__builtin_memcpy(&v, &at, sizeof v);
+	return v;
+}
+
+/* A flipping record the forward path forwards to without a change to the
+ * map (fastrun.c): what mmf_fast_cwant says but MMF_PROT_FLIP. */
+static inline int mmf_fast_flipping(uint64_t v)
+{
+	return (v & (mmf_fast_cmask | mmf_fast_prot_word(0xff))) ==
+	       (mmf_fast_cwant | mmf_fast_prot_word(MMF_PROT_FLIP));
 }
 
 /* The call may change the hint's record (all of it, or a part that it

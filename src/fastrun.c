@@ -144,6 +144,49 @@ static __attribute__((noinline)) long change_rest(uint64_t a, uint64_t len, int 
 	return change_done(&op, kr, fr, g, 0, v0);
 }
 
+long mmf_fast_flip(uint64_t a, uint64_t len, int prot, uint32_t g,
+		   int (*kfn)(void *, size_t, int), long (*fwd)(const struct mmf_op *))
+{
+	struct mmf_fast_tls *x = mmf_fast_self();
+	struct mmf_tstats *t = x->t;
+	uint64_t e = (a + len + mmf_fast_pgmask) & ~mmf_fast_pgmask;
+	if (!kfn || !t || (x->flip_prot == prot && x->flip_a == a && x->flip_e == e) ||
+	    !wenter_quick())
+		return MMF_FAST_DECLINED;
+	/* the hint judged again under the lock, as mmf_fast_forward does,
+	 * without a copy: its fields read, then gen unchanged (a handler's
+	 * learn writes the other record) */
+	MMF_FAST_FENCE();
+	const struct mmf_slotref *h = x->cur;
+	uint64_t hend = h->end;
+	uint32_t hseq = h->seq;
+	const uint64_t *attr = h->attr;
+	MMF_FAST_FENCE();
+	if (x->gen != g || hend <= a || map.seq != hseq || !mmf_fast_flipping(PLD(*attr)) ||
+	    !((__atomic_load_n(&mmf_fast_chg_prots, __ATOMIC_RELAXED) >> prot) & 1)) {
+		wleave_quick();
+		return MMF_FAST_DECLINED;
+	}
+	x->flip_a = a;
+	x->flip_e = e;
+	x->flip_prot = prot;
+	x->flip_n = 0;
+	int r = counted(t, kfn, a, len, prot, len);
+	if (r != 0) {
+		struct mmf_slotref fr = *h;
+		return change_rest(a, len, prot, r, &fr, g, fwd, PLD(*attr));
+	}
+	if (prot == (PROT_READ | PROT_WRITE))
+		mmf_wx_rw_done(a, e);
+	mmf_thp_tick(PLD(folio_policy.thp_disabled));
+	wleave_quick();
+	return 0;
+}
+
+/* Forwarded changes of one range in a row on a thread, no mprotect
+ * skipped on it in between, before the range's record becomes flipping. */
+#define FLIP_AFTER 8
+
 /* The forward path at its shortest: mmf_run_change for a call on memory
  * not executable before or after (the caller tests it; no W^X bookkeeping
  * then but the RW note), when bypassing is allowed (safe mode's defaults, no signal masking) and
@@ -152,8 +195,21 @@ static __attribute__((noinline)) long change_rest(uint64_t a, uint64_t len, int 
  * record's block (its word in place when the call asks for all of it and
  * no neighbour then equals it, else mmf_map_reprot).  A call that fails,
  * or that the block cannot take, goes on as mmf_run_change would from the
- * same point (change_rest).  Returns the kernel's result (0 or -errno),
- * or MMF_FAST_DECLINED with nothing done. */
+ * same point (change_rest).
+ *
+ * Flipping records: a range this thread changed FLIP_AFTER times in a row
+ * here, with no mprotect skipped on the thread in between, is recorded
+ * with its protection not followed (MMF_PROT_FLIP: unknown to every
+ * reader, and not executable).  A call inside such a record is forwarded
+ * under the lock and the map left as it is: no word to mark, no record to
+ * split or merge.  Nothing is skipped there meanwhile, so a call that asks
+ * for what this thread asked last on the range (likely a redundant one)
+ * records the protection again, and the next such call is skipped.  Any
+ * call through the general path (an executable protection, a call across
+ * records, an munmap) records what it did over it, under the same lock.
+ *
+ * Returns the kernel's result (0 or -errno), or MMF_FAST_DECLINED with
+ * nothing done. */
 long mmf_fast_forward(uint64_t a, uint64_t len, int prot, uint64_t v0, uint32_t g,
 		      int (*kfn)(void *, size_t, int), long (*fwd)(const struct mmf_op *))
 {
@@ -177,21 +233,59 @@ long mmf_fast_forward(uint64_t a, uint64_t len, int prot, uint64_t v0, uint32_t 
 	fr = *x->cur;
 	MMF_FAST_FENCE();
 	uint64_t v = PLD(*fr.attr);
+	int flipping = 0;
 	if (x->gen != g || fr.end <= a || map.seq != fr.seq || !fr.b ||
-	    (v & mmf_fast_cmask) != mmf_fast_cwant ||
-	    !((__atomic_load_n(&mmf_fast_chg_prots, __ATOMIC_RELAXED) >> prot) & 1)) {
+	    !((__atomic_load_n(&mmf_fast_chg_prots, __ATOMIC_RELAXED) >> prot) & 1) ||
+	    ((v & mmf_fast_cmask) != mmf_fast_cwant && !(flipping = mmf_fast_flipping(v)))) {
 		wleave_quick();
 		return MMF_FAST_DECLINED;
 	}
-	mmf_map_prot_changing(&map, &fr, v);
-	int r = counted(t, kfn, a, len, prot, len);
-	if (r != 0)
-		return change_rest(a, len, prot, r, &fr, g, fwd, v);
 	uint64_t e = (a + len + mmf_fast_pgmask) & ~mmf_fast_pgmask;
+	uint64_t skips = t->v[MMF_K_MPROTECT][MMF_S_SKIPPED];
+	uint8_t rp = (uint8_t)prot; /* what the record says after the call */
+	if (flipping) {
+		/* the word is unknown already: no mark; left as it is unless
+		 * the call repeats this thread's last one on the range */
+		int again = x->flip_prot == prot && x->flip_a == a && x->flip_e == e;
+		x->flip_a = a;
+		x->flip_e = e;
+		x->flip_prot = again ? -1 : prot;
+		x->flip_n = 0;
+		int r = counted(t, kfn, a, len, prot, len);
+		if (r != 0)
+			return change_rest(a, len, prot, r, &fr, g, fwd, v);
+		if (!again) {
+			if (prot == (PROT_READ | PROT_WRITE))
+				mmf_wx_rw_done(a, e);
+			mmf_thp_tick(PLD(folio_policy.thp_disabled));
+			wleave_quick();
+			return 0;
+		}
+		mmf_event(MMF_E_FLIP_ENDED); /* the protection recorded below */
+	} else {
+		mmf_map_prot_changing(&map, &fr, v);
+		if (x->flip_a == a && x->flip_e == e && x->flip_skips == skips) {
+			if (++x->flip_n >= FLIP_AFTER) {
+				rp = MMF_PROT_FLIP;
+				x->flip_n = 0;
+				x->flip_prot = prot;
+			}
+		} else {
+			x->flip_a = a;
+			x->flip_e = e;
+			x->flip_skips = skips;
+			x->flip_n = 1;
+		}
+		int r = counted(t, kfn, a, len, prot, len);
+		if (r != 0)
+			return change_rest(a, len, prot, r, &fr, g, fwd, v);
+	}
 	int lk = safe_state.mlock_seen, d = MMF_REPROT_IN_PLACE;
-	if ((a != fr.start || e != fr.end || !mmf_map_reprot_whole(&map, &fr, (uint8_t)prot, lk, v)) &&
-	    !(d = mmf_map_reprot(&map, &fr, a, e, (uint8_t)prot, lk, v, &nr)))
-		return change_rest(a, len, prot, r, &fr, g, fwd, v);
+	if ((a != fr.start || e != fr.end || !mmf_map_reprot_whole(&map, &fr, rp, lk, v)) &&
+	    !(d = mmf_map_reprot(&map, &fr, a, e, rp, lk, v, &nr)))
+		return change_rest(a, len, prot, 0, &fr, g, fwd, v); /* records prot */
+	if (rp == MMF_PROT_FLIP)
+		mmf_event(MMF_E_FLIP_BEGUN);
 	if (prot == (PROT_READ | PROT_WRITE))
 		mmf_wx_rw_done(a, e);
 	mmf_thp_tick(PLD(folio_policy.thp_disabled));

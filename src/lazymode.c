@@ -251,7 +251,7 @@ static int lazy_known(uint64_t s, uint64_t e, int prot, int lock, int *promo, in
 	*promo = *same = *locked = 1;
 	struct mmf_rec r;
 	for (uint64_t a = s; a < e; a = r.end) {
-		if (!mmf_map_lookup(&map, a, &r) || !r.a.owned || r.a.prot == MMF_UNKNOWN ||
+		if (!mmf_map_lookup(&map, a, &r) || !r.a.owned || !mmf_prot_known(r.a.prot) ||
 		    r.a.sealed != 0 || r.a.pkey != 0 || !(r.a.adv_known & r.a.adv_set & MMF_ADV_ANON))
 			return 0;
 		if ((r.a.prot | prot) != prot)
@@ -586,7 +586,7 @@ static int lazy_fault(int sig, siginfo_t *si, void *uc)
 				retry = lazy_apply_whole(z, qs, qe, want) == 0;
 			mmf_event(MMF_E_LAZY_FAULTS);
 		}
-	} else if (mmf_map_lookup(&map, a, &r) && r.a.owned && r.a.prot != MMF_UNKNOWN &&
+	} else if (mmf_map_lookup(&map, a, &r) && r.a.owned && mmf_prot_known(r.a.prot) &&
 		   !access_allowed(r.a.prot, need)) {
 		retry = 0; /* case 2: the kernel's state, and nothing waits */
 	} else {

@@ -19,6 +19,14 @@
 
 /* Field values meaning "not known". */
 #define MMF_UNKNOWN 0xffu
+/* A protection not followed because it changes at every call: a record
+ * the forward path made "flipping" (fastrun.c).  Unknown to every reader,
+ * as MMF_UNKNOWN is, but never executable: only calls without PROT_EXEC
+ * keep it so, any other call through the general path makes it known. */
+#define MMF_PROT_FLIP 0xf8u
+/* Does a record's protection field hold a protection (not MMF_UNKNOWN,
+ * not MMF_PROT_FLIP)? */
+static inline int mmf_prot_known(unsigned p) { return p <= 7; }
 
 /* mlock state of a range. */
 enum { MMF_LOCK_NONE = 0, MMF_LOCK_ON = 1, MMF_LOCK_ONFAULT = 2 };
@@ -52,7 +60,7 @@ enum {
  * set in adv_known.  owned: created through mmfold with every change since
  * seen by it; only owned records may justify skipping a call. */
 struct mmf_attr {
-	uint8_t prot;   /* PROT_READ|PROT_WRITE|PROT_EXEC, or MMF_UNKNOWN */
+	uint8_t prot;   /* PROT_READ|PROT_WRITE|PROT_EXEC, MMF_UNKNOWN or MMF_PROT_FLIP */
 	uint8_t lock;   /* MMF_LOCK_*, or MMF_UNKNOWN */
 	uint8_t owned;  /* 1 owned, 0 observed */
 	uint8_t sealed; /* 0, 1, or MMF_UNKNOWN */

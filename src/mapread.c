@@ -62,10 +62,10 @@ static int judge(struct mmf_attr a, const struct mmf_want *w)
 	int ok;
 	switch (w->what) {
 	case MMF_Q_PROT:
-		ok = a.prot != MMF_UNKNOWN && a.prot == w->prot;
+		ok = mmf_prot_known(a.prot) && a.prot == w->prot;
 		break;
 	case MMF_Q_PROT_PKEY:
-		ok = a.prot != MMF_UNKNOWN && a.prot == w->prot && a.pkey >= 0 &&
+		ok = mmf_prot_known(a.prot) && a.prot == w->prot && a.pkey >= 0 &&
 		     a.pkey == w->pkey;
 		break;
 	case MMF_Q_LOCK:

@@ -103,7 +103,10 @@ enum {
 	X(BARRIER_RETRIED, "barrier_retried") /* writes that raced a removal */ \
 	X(BARRIER_REGISTERED, "barrier_registered") /* ranges registered */     \
 	X(BARRIER_UNWRAPPED, "barrier_unwrapped") /* made plain for another call */ \
-	X(BARRIER_REFUSED, "barrier_refused") /* the kernel refused: plain path */
+	X(BARRIER_REFUSED, "barrier_refused") /* the kernel refused: plain path */ \
+	X(FLIP_BEGUN, "flip_begun")       /* records made flipping (fastrun.c) */ \
+	X(FLIP_ENDED, "flip_ended")       /* flipping records given a protection \
+					     again by a repeated call */
 
 enum {
 #define X(id, name, ...) MMF_E_##id,

@@ -114,7 +114,7 @@ static int still_plain(uint64_t s, uint64_t e)
 	for (uint64_t a = s; a < e; a = r.end) {
 		if (!mmf_map_lookup(map, a, &r) || r.start > a || !r.a.owned || r.a.sealed != 0)
 			return 0;
-		if (r.a.prot == MMF_UNKNOWN || !(r.a.prot & (PROT_READ | PROT_WRITE)))
+		if (!mmf_prot_known(r.a.prot) || !(r.a.prot & (PROT_READ | PROT_WRITE)))
 			return 0;
 		if (!(r.a.adv_known & MMF_ADV_ANON) || !(r.a.adv_set & MMF_ADV_ANON))
 			return 0;
@@ -183,7 +183,7 @@ enum {
 
 int mmf_thp_join_fits(const struct mmf_attr *a)
 {
-	if (!a->owned || a->sealed != 0 || a->prot == MMF_UNKNOWN || a->lock == MMF_UNKNOWN)
+	if (!a->owned || a->sealed != 0 || !mmf_prot_known(a->prot) || a->lock == MMF_UNKNOWN)
 		return 0;
 	if ((a->adv_known & JOIN_KNOWN) != JOIN_KNOWN || !(a->adv_set & MMF_ADV_ANON) ||
 	    (a->adv_set & MMF_ADV_NOHUGEPAGE))

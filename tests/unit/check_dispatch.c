@@ -191,6 +191,101 @@ START_TEST(flight_reader)
 }
 END_TEST
 
+/* mprotect as preload/mman.c's wrapper runs it: the skip test, then the
+ * forward path's courses (a flipping record's, the flat one), then the
+ * engine's.  The kernel's convention. */
+static long wrapped(char *p, int prot)
+{
+	uint64_t a = (uint64_t)p, len = (uint64_t)PGL, v = 0;
+	uint32_t g = 0;
+	int f = mmf_fast_mprotect(a, len, prot, &v, &g);
+	if (f == MMF_FAST_SKIPPED)
+		return 0;
+	long (*fwd)(const struct mmf_op *) = fk_fwd(MMF_K_MPROTECT);
+	if (f == MMF_FAST_MAYBE && !((prot | mmf_fast_prot(v)) & PROT_EXEC)) {
+		long r = MMF_FAST_DECLINED;
+		if (mmf_fast_flipping(v))
+			r = mmf_fast_flip(a, len, prot, g, mmf_next.mprotect, fwd);
+		if (r == MMF_FAST_DECLINED)
+			r = mmf_fast_forward(a, len, prot, v, g, mmf_next.mprotect, fwd);
+		if (r != MMF_FAST_DECLINED)
+			return r;
+	}
+	struct mmf_op op = {.kind = MMF_K_MPROTECT, .a = {(long)a, (long)len, prot}, .fwd = fwd};
+	return f == MMF_FAST_MAYBE ? mmf_run_change(&op, v, g) : mmf_run(&op);
+}
+
+static int prot_at(char *p)
+{
+	struct mmf_rec r;
+	ck_assert(mmf_map_lookup(&map, (uint64_t)p, &r));
+	return r.a.prot;
+}
+
+/* Flipping records (fastrun.c): 8 changes of one page in a row through
+ * the forward path make its record flipping; each later change reaches
+ * the kernel and leaves the map as it was; a call that repeats the last
+ * one records the protection again and the next is skipped; a skip in a
+ * run starts the count again; PROT_EXEC takes the general course, which
+ * records what it did. */
+START_TEST(flipping)
+{
+	/* shaping's default policy: the forward path is open only there */
+	static const char *const extra[] = {"MMFOLD_SHAPE=auto", NULL};
+	fk_start("safe", extra);
+	ck_assert_uint_eq(__atomic_load_n(&mmf_fast_chg_prots, __ATOMIC_RELAXED) & (1u << RW), 1u << RW);
+	char *m = fk_map(3, PROT_NONE);
+	char *p = m + PGL; /* a record of its own: its neighbours stay PROT_NONE */
+	ck_assert_int_eq(wrapped(p, RW), 0); /* learns the hint */
+	for (int k = 1; k <= 8; k++) {
+		ck_assert_uint_eq(fk_event(MMF_E_FLIP_BEGUN), 0);
+		ck_assert_int_eq(wrapped(p, k & 1 ? PROT_READ : RW), 0);
+	}
+	ck_assert_uint_eq(fk_event(MMF_E_FLIP_BEGUN), 1);
+	ck_assert_int_eq(prot_at(p), MMF_PROT_FLIP);
+	/* the run goes on (the 8th call asked for RW) */
+	unsigned long n = fk_count(FK_MPROTECT, FK_NEXT);
+	uint32_t seq = map.seq;
+	for (int k = 1; k <= 6; k++) {
+		int prot = k & 1 ? PROT_READ : RW;
+		ck_assert_int_eq(wrapped(p, prot), 0);
+		ck_assert_uint_eq(fk_count(FK_MPROTECT, FK_NEXT), n + (unsigned long)k);
+		ck_assert_int_eq(fk_log[fk_log_n - 1].prot, prot);
+		ck_assert_int_eq(prot_at(p), MMF_PROT_FLIP);
+		ck_assert_uint_eq(map.seq, seq); /* no record moved */
+	}
+	p[0] = 1; /* the kernel made it RW */
+	/* the last call again: forwarded, and recorded */
+	ck_assert_int_eq(wrapped(p, RW), 0);
+	ck_assert_uint_eq(fk_count(FK_MPROTECT, FK_NEXT), n + 7);
+	ck_assert_uint_eq(fk_event(MMF_E_FLIP_ENDED), 1);
+	ck_assert_int_eq(prot_at(p), RW);
+	uint64_t skipped = fk_stat(MMF_K_MPROTECT, MMF_S_SKIPPED);
+	ck_assert_int_eq(wrapped(p, RW), 0);
+	ck_assert_uint_eq(fk_count(FK_MPROTECT, FK_NEXT), n + 7);
+	ck_assert_uint_eq(fk_stat(MMF_K_MPROTECT, MMF_S_SKIPPED), skipped + 1);
+	/* 7 changes, a skip, 7 changes: still followed; one more makes 8 */
+	for (int k = 1; k <= 7; k++)
+		ck_assert_int_eq(wrapped(p, k & 1 ? PROT_READ : RW), 0);
+	ck_assert_int_eq(wrapped(p, PROT_READ), 0);
+	ck_assert_uint_eq(fk_stat(MMF_K_MPROTECT, MMF_S_SKIPPED), skipped + 2);
+	for (int k = 1; k <= 7; k++)
+		ck_assert_int_eq(wrapped(p, k & 1 ? RW : PROT_READ), 0);
+	ck_assert_uint_eq(fk_event(MMF_E_FLIP_BEGUN), 1);
+	ck_assert_int_eq(prot_at(p), RW);
+	ck_assert_int_eq(wrapped(p, PROT_READ), 0);
+	ck_assert_uint_eq(fk_event(MMF_E_FLIP_BEGUN), 2);
+	ck_assert_int_eq(prot_at(p), MMF_PROT_FLIP);
+	/* an executable request: the general course records it */
+	n = fk_count(FK_MPROTECT, FK_NEXT);
+	ck_assert_int_eq(wrapped(p, PROT_READ | PROT_EXEC), 0);
+	ck_assert_int_eq(prot_at(p), PROT_READ | PROT_EXEC);
+	ck_assert_int_eq(wrapped(p, PROT_READ | PROT_EXEC), 0);
+	ck_assert_uint_eq(fk_count(FK_MPROTECT, FK_NEXT), n + 1);
+	ck_assert_int_eq(mmf_map_validate(&map), 0);
+}
+END_TEST
+
 /* A sealed range: mseal made through mmfold (the fake pretends it
  * succeeded), then the kernel refuses mprotect, munmap and madvise there
  * with EPERM even when nothing would change.  Each gets EPERM, every time:
@@ -341,6 +436,7 @@ Suite *dispatch_suite(void)
 	Suite *s = suite_create("dispatch");
 	TCase *f = tcase_create("failures");
 	tcase_add_test(f, mprotect_enomem_split);
+	tcase_add_test(f, flipping);
 	tcase_add_test(f, mmap_enomem);
 	tcase_add_test(f, mlock_eagain);
 	tcase_add_test(f, mlock2_onfault_repeated);
