@@ -33,8 +33,8 @@
 #      time; 0: one after the other), ARM64_VM_SUITES (the Check suites run in the VM; default all
 #      but tools and preload:differential; "none": no suite),
 #      ARM64_VM_DIFF (tests/preload/run.sh's tests run one by one after
-#      the suites; default: the differential case's 16 and jumpout and
-#      contract-alone; "none": none),
+#      the suites; default: the differential case's 16 and jumpout,
+#      flip and contract-alone; "none": none),
 #      ARM64_VM_FOLIOS (0: no folio test),
 #      ARM64_VM_REPEAT ("NAME:N ...": tests/preload/run.sh NAME N times
 #      after the suites, none by default), ARM64_VM_FOLIO_ARGS

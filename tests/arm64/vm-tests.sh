@@ -43,7 +43,7 @@ SUITES="map map_fill dispatch batch shape stats lazy config verify thp preload:b
 	preload:shape preload:profile sigchain sigchain_preload wx"
 # (after the suites: two thirds of the VM's time; the walk first, the
 # differential that covers the most)
-DIFF="walk errno_matrix contract contract-alone jumpout sigreentry pastmap ctor barrier uffd barrier-uffd clonefork forklock broken
+DIFF="walk errno_matrix contract contract-alone jumpout flip sigreentry pastmap ctor barrier uffd barrier-uffd clonefork forklock broken
 	stopworld bypass lazystress walk-shape walk-bypass"
 BUDGET=0
 FOLIO_ARGS="-n 512 -l 64 -h 256 -t 8"
@@ -65,6 +65,8 @@ export BARRIER_UFFD_RUNS=4
 # The clonefork test: 5 children per way, not 30.
 export CLONEFORK_ROUNDS=5
 export FORKLOCK_FORKS=50
+# The flip test: one seed, 4 threads, 60 rounds, 2 more safe-mode runs.
+export FLIP_SEEDS=1 FLIP_REPEAT=2 FLIP_THREADS=4 FLIP_ROUNDS=60
 # The bypass test: one seed, 4 threads, 5 rounds, 3 runs with mmfold.
 export BYPASS_SEEDS=1 BYPASS_REPEAT=2 BYPASS_THREADS=4 BYPASS_ROUNDS=5
 export MMFOLD_LIB=/mmfold/build/libmmfold.so MMFOLD_BUILD=/mmfold/build TESTS_PREBUILT=1

@@ -869,6 +869,10 @@ START_TEST(script_jumpout) { run_script("jumpout"); }
  * makes and forgets what waits there (lazyreuse.c) */
 START_TEST(script_lazyreuse) { run_script("lazyreuse"); }
 END_TEST
+/* runs of changes on one page (the forward path's flipping records),
+ * threads on the same pages, each call's page probed (flip.c) */
+START_TEST(script_flip) { run_script("flip"); }
+END_TEST
 /* Children made by fork(), clone(), _Fork() and syscall() while threads
  * change protections: none hangs, each sees its own protections. */
 START_TEST(script_clonefork) { run_script("clonefork"); }
@@ -1272,6 +1276,7 @@ Suite *preload_suite(void)
 	tcase_add_test(d, script_sigreentry);
 	tcase_add_test(d, script_jumpout);
 	tcase_add_test(d, script_lazyreuse);
+	tcase_add_test(d, script_flip);
 	tcase_add_test(d, script_clonefork);
 	tcase_add_test(d, script_forklock);
 	tcase_add_test(d, script_broken_is_caught);

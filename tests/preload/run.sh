@@ -26,10 +26,12 @@
 #      2): the walk-bypass test,
 #      BYPASS_SEEDS (default 2; make soak-bypass runs 8), BYPASS_REPEAT (default 4), BYPASS_THREADS
 #      (default 8), BYPASS_ROUNDS (default 20): the bypass test,
+#      FLIP_SEEDS (default 4), FLIP_REPEAT (default 5), FLIP_THREADS
+#      (default 8), FLIP_ROUNDS (default 150): the flip test,
 #      TEST_DEADLINE (seconds since the epoch; none by default): lazystress
 #      and bypass start no seed after it (the first seed always runs) and
 #      say how many of their seeds ran (CI's time budget, .ci/run),
-# Tests: walk walk-shape walk-bypass pastmap walk-stats errno_matrix contract contract-alone contract-stats setuid barrier uffd barrier-uffd ctor sigreentry jumpout lazyreuse clonefork forklock broken
+# Tests: walk walk-shape walk-bypass pastmap walk-stats errno_matrix contract contract-alone contract-stats setuid barrier uffd barrier-uffd ctor sigreentry jumpout lazyreuse flip clonefork forklock broken
 # sigchain barrier-sigchain lazystress stopworld bypass (default: all; the last two run with
 # MMFOLD_SIGCHAIN=on, so mmfold's SIGSEGV handler runs first).  Each program runs without the library (reference) and
 # with it in modes off, safe and observe; stdout and exit status must be
@@ -92,6 +94,7 @@ build() {
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/sigreentry" "$HERE/sigreentry.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/jumpout" "$HERE/jumpout.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/lazyreuse" "$HERE/lazyreuse.c" &&
+		"$CC" "${CFLAGS[@]}" -o "$BUILD/flip" "$HERE/flip.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/clonefork" "$HERE/clonefork.c" &&
 		"$CC" "${CFLAGS[@]}" -shared -fPIC -o "$BUILD/libforklockl.so" "$HERE/forklockl.c" &&
 		"$CC" "${CFLAGS[@]}" -o "$BUILD/forklock" "$HERE/forklock.c" \
@@ -703,9 +706,63 @@ t_barrier_uffd() {
 	fi
 }
 
+# Flipping records (flip.c): FLIP_SEEDS seeds (default 4), each a
+# differential (every mode against the run without mmfold), then
+# FLIP_REPEAT more safe-mode runs (default 5) with FLIP_THREADS threads
+# (default 8, four times the cores) that must print the same; a run that
+# found a page allowing other than it asked for exits 1 and fails.  Then
+# "flip redundant" in safe mode with the JSON report: records made
+# flipping (flip_begun) and given a protection again (flip_ended), and of
+# its 1040 mprotect calls the 1000 that change nothing skipped but the one
+# that ends the flipping.
+t_flip() {
+	local s k first='' seeds='' n=${FLIP_THREADS:-8} r=${FLIP_ROUNDS:-150} d
+	for s in $(seq 1 "${FLIP_SEEDS:-4}"); do
+		if ! differential "flip-$s" "$BUILD/flip" "$s" "$r" "$n"; then
+			seeds="$seeds $s"
+			[ -z "$first" ] && first="seed $s: $REASON"
+			continue
+		fi
+		for k in $(seq 1 "${FLIP_REPEAT:-5}"); do
+			run "$OUT/flip-$s.safe$k" safe "$BUILD/flip" "$s" "$r" "$n"
+			if ! d=$(same "flip-$s.safe$k" "$OUT/flip-$s.ref" "$OUT/flip-$s.safe$k" safe); then
+				seeds="$seeds $s"
+				[ -z "$first" ] && first="seed $s, safe-mode run $k of ${FLIP_REPEAT:-5} differs ($d)"
+				run_failed "flip: $first"
+				break
+			fi
+		done
+	done
+	if [ -n "$first" ]; then
+		bad flip "failing seeds:$seeds; $first"
+		return
+	fi
+	local f=$OUT/flip-stats.json
+	rm -f "$f"
+	run "$OUT/flip-redundant.ref" ref "$BUILD/flip" redundant
+	run "$OUT/flip-redundant.safe" safe env MMFOLD_STATS=1 MMFOLD_STATS_FORMAT=json \
+		MMFOLD_STATS_FILE="$f" "$BUILD/flip" redundant
+	if ! d=$(same flip-redundant "$OUT/flip-redundant.ref" "$OUT/flip-redundant.safe" safe); then
+		bad flip "flip redundant differs ($d)"
+		return
+	fi
+	local m skipped begun ended
+	m=$(grep -o '"mprotect":{[^}]*}' "$f" | head -1)
+	skipped=$(grep -o '"skipped":[0-9]*' <<<"$m" | cut -d: -f2)
+	begun=$(grep -o '"flip_begun":[0-9]*' "$f" | head -1 | cut -d: -f2)
+	ended=$(grep -o '"flip_ended":[0-9]*' "$f" | head -1 | cut -d: -f2)
+	if [ -z "$skipped" ] || [ -z "$begun" ] || [ -z "$ended" ]; then
+		bad flip "no mprotect counts or flip events in the report ($f)"
+	elif [ "$begun" -lt 1 ] || [ "$ended" -lt 1 ] || [ "$skipped" != 999 ]; then
+		bad flip "flip redundant: flip_begun $begun, flip_ended $ended, skipped $skipped; want at least 1, at least 1, 999 ($f)"
+	else
+		ok flip
+	fi
+}
+
 tests=("$@")
 [ ${#tests[@]} = 0 ] && tests=(walk walk-shape walk-bypass pastmap walk-stats errno_matrix contract contract-alone contract-stats setuid barrier uffd barrier-uffd ctor
-	sigreentry jumpout lazyreuse clonefork forklock broken sigchain barrier-sigchain lazystress stopworld bypass)
+	sigreentry jumpout lazyreuse flip clonefork forklock broken sigchain barrier-sigchain lazystress stopworld bypass)
 for t in "${tests[@]}"; do
 	case $t in
 	walk) t_walk ;;
@@ -727,6 +784,7 @@ for t in "${tests[@]}"; do
 	sigreentry) t_simple sigreentry "$BUILD/sigreentry" "${SIGREENTRY_ITER:-25000}" ;;
 	jumpout) t_simple jumpout "$BUILD/jumpout" "${JUMPOUT_ROUNDS:-140}" ;;
 	lazyreuse) t_simple lazyreuse "$BUILD/lazyreuse" 20000 "${LAZYREUSE_RUNS:-6}" ;;
+	flip) t_flip ;;
 	clonefork) t_simple clonefork "$BUILD/clonefork" "${CLONEFORK_ROUNDS:-30}" ;;
 	forklock) t_simple forklock "$BUILD/forklock" "${FORKLOCK_FORKS:-300}" ;;
 	broken) t_broken ;;

@@ -1,0 +1,227 @@
+/* flip: runs of mprotect calls that change one page each time, the calls
+ * mmfold's forward path makes "flipping" (README, "Flipping records"), each
+ * followed by a probe of what the page allows.
+ *
+ *   flip SEED [ROUNDS (150)] [THREADS (4)]
+ *   flip redundant
+ *
+ * One mapping: THREADS * 8 pages, thread i owning pages 8i to 8i+7, then
+ * 4 pages all threads change, each followed by a PROT_NONE page (so that
+ * its record never merges: its word changes in place).  Each round, each thread with its own
+ * random stream:
+ *   - a run of 1 to 24 calls on one of its pages alternating two
+ *     protections (RW and R, RW and none, R and none), one call in six
+ *     made twice (the second changes nothing);
+ *   - one round in eight, an mprotect of all its 8 pages (a call across
+ *     records); one in ten, PROT_READ | PROT_EXEC on the page (the general
+ *     course); one in twelve, the page unmapped and mapped again with
+ *     MAP_FIXED;
+ *   - 0 to 3 runs of 1 to 16 calls toggling one of the shared pages
+ *     between RW and R, one in five made twice, one in twelve followed by
+ *     PROT_READ | PROT_EXEC (the general course); unchecked (other threads
+ *     change them meanwhile).
+ * After each call on its own page the thread probes it (fault.h): a page
+ * that allows other than the last call asked is probed again, and counted
+ * "spurious" when the second probe agrees (a fault the program should not
+ * have seen), "wrong" when it does not.  At the end of a round, after a
+ * barrier, one thread sets each shared page RW and R, in an order of its
+ * stream, and probes it after each: after the other threads' runs on it,
+ * a call mmfold skips wrongly shows there.  The output (calls and probes
+ * per thread, and what went wrong) is the same with and without mmfold;
+ * the exit status is 1 when anything went wrong.
+ *
+ * "flip redundant": one thread toggles a page 40 times, then asks 1000
+ * times for the protection it has (run.sh counts the skips). */
+#include "common.h"
+
+#include <pthread.h>
+
+#define OWN 8
+#define SHARED 4
+
+static char *base;
+static int nthreads, nrounds;
+static uint64_t seed;
+static pthread_barrier_t bar;
+
+struct th {
+	int id;
+	uint64_t rng;
+	long calls, probes, wrong, spurious;
+	char want[OWN];
+	struct obuf out;
+	pthread_t t;
+};
+
+static char allows(int prot)
+{
+	return !(prot & PROT_READ) ? 'n' : (prot & PROT_WRITE) ? 'w' : 'r';
+}
+
+static void call(struct th *x, char *p, size_t len, int prot)
+{
+	x->calls++;
+	if (mprotect(p, len, prot) != 0) {
+		ob_printf(&x->out, "mprotect %zu pages to %s: %s\n", len / PG, prot_name(prot),
+			  ename(errno));
+		x->wrong++;
+	}
+}
+
+static void check(struct th *x, char *p, char want, const char *what)
+{
+	int b;
+	x->probes++;
+	char got = fg_probe(p, &b);
+	if (got == want)
+		return;
+	char again = fg_probe(p, &b);
+	if (again == want) {
+		x->spurious++;
+		ob_printf(&x->out, "%s: allowed %c, then %c, after asking %c\n", what, got, again,
+			  want);
+	} else {
+		x->wrong++;
+		ob_printf(&x->out, "%s: allows %c after asking %c\n", what, again, want);
+	}
+}
+
+static void own(struct th *x, int i, int prot, const char *what)
+{
+	char *p = base + ((size_t)x->id * OWN + (size_t)i) * PG;
+	call(x, p, PG, prot);
+	x->want[i] = allows(prot);
+	check(x, p, x->want[i], what);
+}
+
+static void *run(void *arg)
+{
+	struct th *x = arg;
+	static const int pairs[3][2] = {{PROT_READ | PROT_WRITE, PROT_READ},
+					 {PROT_READ | PROT_WRITE, PROT_NONE},
+					 {PROT_READ, PROT_NONE}};
+	char *mine = base + (size_t)x->id * OWN * PG;
+	char *shared = base + (size_t)nthreads * OWN * PG;
+	for (int round = 0; round < nrounds; round++) {
+		int i = (int)rnd(&x->rng, OWN);
+		const int *pr = pairs[rnd(&x->rng, 3)];
+		int n = 1 + (int)rnd(&x->rng, 24);
+		for (int k = 0; k < n; k++) {
+			own(x, i, pr[k & 1], "run");
+			if (rnd(&x->rng, 6) == 0)
+				own(x, i, pr[k & 1], "repeat");
+		}
+		if (rnd(&x->rng, 8) == 0) {
+			int prot = rnd(&x->rng, 2) ? PROT_READ | PROT_WRITE : PROT_READ;
+			call(x, mine, OWN * PG, prot);
+			for (int j = 0; j < OWN; j++) {
+				x->want[j] = allows(prot);
+				check(x, mine + (size_t)j * PG, x->want[j], "across");
+			}
+		}
+		if (rnd(&x->rng, 10) == 0)
+			own(x, i, PROT_READ | PROT_EXEC, "exec");
+		if (rnd(&x->rng, 12) == 0) {
+			char *p = mine + (size_t)i * PG;
+			x->calls += 2;
+			if (munmap(p, PG) != 0 ||
+			    mmap(p, PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+				 -1, 0) != p) {
+				ob_printf(&x->out, "munmap and mmap: %s\n", ename(errno));
+				x->wrong++;
+			}
+			x->want[i] = 'w';
+			check(x, p, 'w', "mapped again");
+		}
+		for (int runs = (int)rnd(&x->rng, 4); runs > 0; runs--) {
+			char *sp = shared + rnd(&x->rng, SHARED) * 2 * PG;
+			int first = (int)rnd(&x->rng, 2);
+			for (int k = 1 + (int)rnd(&x->rng, 16); k > 0; k--) {
+				int prot = (k + first) & 1 ? PROT_READ : PROT_READ | PROT_WRITE;
+				call(x, sp, PG, prot);
+				if (rnd(&x->rng, 5) == 0)
+					call(x, sp, PG, prot);
+				if (rnd(&x->rng, 12) == 0)
+					call(x, sp, PG, PROT_READ | PROT_EXEC);
+			}
+		}
+		pthread_barrier_wait(&bar);
+		/* RW and R, in an order of the stream: the first that a stale
+		 * record claims already is skipped wrongly and shows */
+		if (round % nthreads == x->id)
+			for (int j = 0; j < SHARED; j++) {
+				int rw = (int)rnd(&x->rng, 2);
+				char *p = shared + (size_t)j * 2 * PG;
+				for (int k = 0; k < 2; k++) {
+					int prot = (k ^ rw) ? PROT_READ | PROT_WRITE : PROT_READ;
+					call(x, p, PG, prot);
+					check(x, p, allows(prot), "shared");
+				}
+			}
+		pthread_barrier_wait(&bar);
+	}
+	return NULL;
+}
+
+static int redundant(void)
+{
+	char *p = mmap(NULL, 3 * PG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return 2;
+	char *q = p + PG; /* its own record: PROT_NONE pages around it */
+	int wrong = 0, b;
+	for (int k = 0; k < 40; k++) {
+		int prot = k & 1 ? PROT_READ : PROT_READ | PROT_WRITE;
+		if (mprotect(q, PG, prot) != 0 || fg_probe(q, &b) != allows(prot))
+			wrong++;
+	}
+	for (int k = 0; k < 1000; k++)
+		if (mprotect(q, PG, PROT_READ) != 0)
+			wrong++;
+	if (fg_probe(q, &b) != 'r')
+		wrong++;
+	printf("redundant: %d wrong\n", wrong);
+	return wrong != 0;
+}
+
+int main(int argc, char **argv)
+{
+	fg_install();
+	if (argc > 1 && strcmp(argv[1], "redundant") == 0)
+		return redundant();
+	seed = argc > 1 ? strtoull(argv[1], NULL, 0) : 1;
+	nrounds = argc > 2 ? atoi(argv[2]) : 150;
+	nthreads = argc > 3 ? atoi(argv[3]) : 4;
+	if (nthreads < 1 || nthreads > 64 || nrounds < 1)
+		return 2;
+	watchdog(120);
+	size_t len = ((size_t)nthreads * OWN + 2 * SHARED) * PG;
+	base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (base == MAP_FAILED)
+		return 2;
+	memset(base, 1, len);
+	/* each shared page between PROT_NONE pages: its record never merges,
+	 * so the writers change its word in place */
+	for (int j = 0; j < SHARED; j++)
+		if (mprotect(base + ((size_t)nthreads * OWN + 2 * (size_t)j + 1) * PG, PG, PROT_NONE))
+			return 2;
+	pthread_barrier_init(&bar, NULL, (unsigned)nthreads);
+	struct th *x = calloc((size_t)nthreads, sizeof *x);
+	for (int i = 0; i < nthreads; i++) {
+		x[i].id = i;
+		x[i].rng = seed * 1000003u + (uint64_t)i;
+		memset(x[i].want, 'w', OWN);
+		pthread_create(&x[i].t, NULL, run, &x[i]);
+	}
+	long wrong = 0, spurious = 0;
+	for (int i = 0; i < nthreads; i++) {
+		pthread_join(x[i].t, NULL);
+		printf("thread %d: %ld calls, %ld probes\n", i, x[i].calls, x[i].probes);
+		fflush(stdout);
+		ob_flush(&x[i].out, 1, "  ");
+		wrong += x[i].wrong;
+		spurious += x[i].spurious;
+	}
+	printf("seed %llu: %ld wrong, %ld spurious\n", (unsigned long long)seed, wrong, spurious);
+	return wrong || spurious;
+}
