@@ -46,7 +46,7 @@ DEPS_CLIENTS := luajit libgc-dev libjemalloc-dev libjemalloc2 nodejs default-jdk
 DEPS_CORPUS  := python3 pypy3 mono-runtime mono-mcs guile-3.0 ruby sbcl erlang-nox racket gforth \
 		php-cli chezscheme ghc
 
-.PHONY: all lib check check-unit check-preload soak soak-bypass check-clients check-clients-repeat check-corpus check-browser deps-browser \
+.PHONY: all lib check check-unit check-preload soak soak-bypass soak-flip check-clients check-clients-repeat check-corpus check-browser deps-browser \
 	bench-live bench-barrier bench-instr check-symbols check-footprint check-layers check-wx-yjit demo bench bench-thp bench-shape bench-lazy bench-wx bench-corpus bench-touch \
 	bench-bin asan tsan valgrind deps-build deps-check deps-clients deps-corpus install uninstall clean
 
@@ -172,6 +172,13 @@ SOAK_BYPASS_SEEDS ?= 8
 soak-bypass: $(LIB)
 	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/soak-bypass BYPASS_SEEDS=$(SOAK_BYPASS_SEEDS) \
 	  BYPASS_REPEAT=5 BYPASS_THREADS=16 tests/preload/run.sh bypass
+
+# Flipping records at length: flip.c with 16 threads (8 times the cores),
+# 20 seeds, each in every mode and then 10 more safe-mode runs.
+SOAK_FLIP_SEEDS ?= 20
+soak-flip: $(LIB)
+	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/soak-flip FLIP_SEEDS=$(SOAK_FLIP_SEEDS) \
+	  FLIP_REPEAT=10 FLIP_THREADS=16 FLIP_ROUNDS=300 tests/preload/run.sh flip
 
 check-preload: $(LIB) $(BYPASS_LIB)
 	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/tests tests/preload/run.sh

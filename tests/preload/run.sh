@@ -27,9 +27,10 @@
 #      BYPASS_SEEDS (default 2; make soak-bypass runs 8), BYPASS_REPEAT (default 4), BYPASS_THREADS
 #      (default 8), BYPASS_ROUNDS (default 20): the bypass test,
 #      FLIP_SEEDS (default 4), FLIP_REPEAT (default 5), FLIP_THREADS
-#      (default 8), FLIP_ROUNDS (default 150): the flip test,
-#      TEST_DEADLINE (seconds since the epoch; none by default): lazystress
-#      and bypass start no seed after it (the first seed always runs) and
+#      (default 8), FLIP_ROUNDS (default 150): the flip test (make
+#      soak-flip raises them),
+#      TEST_DEADLINE (seconds since the epoch; none by default): lazystress,
+#      bypass and flip start no seed after it (the first seed always runs) and
 #      say how many of their seeds ran (CI's time budget, .ci/run),
 # Tests: walk walk-shape walk-bypass pastmap walk-stats errno_matrix contract contract-alone contract-stats setuid barrier uffd barrier-uffd ctor sigreentry jumpout lazyreuse flip clonefork forklock broken
 # sigchain barrier-sigchain lazystress stopworld bypass (default: all; the last two run with
@@ -716,14 +717,19 @@ t_barrier_uffd() {
 # its 1040 mprotect calls the 1000 that change nothing skipped but the one
 # that ends the flipping.
 t_flip() {
-	local s k first='' seeds='' n=${FLIP_THREADS:-8} r=${FLIP_ROUNDS:-150} d
-	for s in $(seq 1 "${FLIP_SEEDS:-4}"); do
+	local s k first='' seeds='' n=${FLIP_THREADS:-8} r=${FLIP_ROUNDS:-150} d runs=0
+	local nseeds=${FLIP_SEEDS:-4}
+	CUT=''
+	for s in $(seq 1 "$nseeds"); do
+		seed_cut "$s" "$nseeds" && break
+		runs=$((runs + 1))
 		if ! differential "flip-$s" "$BUILD/flip" "$s" "$r" "$n"; then
 			seeds="$seeds $s"
 			[ -z "$first" ] && first="seed $s: $REASON"
 			continue
 		fi
 		for k in $(seq 1 "${FLIP_REPEAT:-5}"); do
+			runs=$((runs + 1))
 			run "$OUT/flip-$s.safe$k" safe "$BUILD/flip" "$s" "$r" "$n"
 			if ! d=$(same "flip-$s.safe$k" "$OUT/flip-$s.ref" "$OUT/flip-$s.safe$k" safe); then
 				seeds="$seeds $s"
@@ -733,6 +739,7 @@ t_flip() {
 			fi
 		done
 	done
+	echo "flip: $runs safe-mode runs with $n threads (a seed's first in every mode), failing seeds:${seeds:- none}$CUT"
 	if [ -n "$first" ]; then
 		bad flip "failing seeds:$seeds; $first"
 		return
