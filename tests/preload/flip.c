@@ -3,12 +3,13 @@
  * followed by a probe of what the page allows.
  *
  *   flip SEED [ROUNDS (150)] [THREADS (4)]
+ *   flip race [CYCLES (20000)]
  *   flip redundant
  *
  * One mapping: THREADS * 8 pages, thread i owning pages 8i to 8i+7, then
  * 4 pages all threads change, each followed by a PROT_NONE page (so that
- * its record never merges: its word changes in place).  Each round, each thread with its own
- * random stream:
+ * its record never merges: its word changes in place).  Each round, each
+ * thread with its own random stream:
  *   - a run of 1 to 24 calls on one of its pages alternating two
  *     protections (RW and R, RW and none, R and none), one call in six
  *     made twice (the second changes nothing);
@@ -30,8 +31,9 @@
  * per thread, and what went wrong) is the same with and without mmfold;
  * the exit status is 1 when anything went wrong.
  *
- * "flip redundant": one thread toggles a page 40 times, then asks 1000
- * times for the protection it has (run.sh counts the skips). */
+ * "flip race": see race() below; "flip redundant": one thread toggles a
+ * page 40 times, then asks 1000 times for the protection it has (run.sh
+ * counts the skips). */
 #include "common.h"
 
 #include <pthread.h>
@@ -184,11 +186,80 @@ static int redundant(void)
 	return wrong != 0;
 }
 
+/* race: two threads meet on one page each cycle.  A makes it flipping
+ * (10 changes in a row), then both start at once: A changes it once more
+ * while B asks twice for one protection (the second call, a repeat, ends
+ * the flipping: the protection recorded again, while A's call may be in
+ * the kernel).  Then B asks for RW and R, in an order of its stream, and
+ * probes after each: a record that says what the kernel no longer does
+ * lets the first be skipped wrongly. */
+static volatile int race_arrived[2];
+static char *race_page;
+static long race_cycles, race_wrong;
+
+static void race_meet(int self, int n)
+{
+	__atomic_store_n(&race_arrived[self], n, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&race_arrived[!self], __ATOMIC_SEQ_CST) < n)
+		sched_yield();
+}
+
+static void *race_a(void *arg)
+{
+	(void)arg;
+	uint64_t rng = 11;
+	for (long c = 0; c < race_cycles; c++) {
+		for (int k = 0; k < 10; k++)
+			mprotect(race_page, PG, k & 1 ? PROT_READ : PROT_READ | PROT_WRITE);
+		race_meet(0, (int)(3 * c + 1));
+		/* a wait of 0 to about two calls' length: A's call meets either
+		 * of B's */
+		for (volatile unsigned w = (unsigned)rnd(&rng, 4000); w; w--)
+			;
+		mprotect(race_page, PG, PROT_READ | PROT_WRITE);
+		race_meet(0, (int)(3 * c + 2));
+		race_meet(0, (int)(3 * c + 3)); /* B has checked */
+	}
+	return NULL;
+}
+
+static int race(long cycles)
+{
+	race_page = mmap(NULL, 3 * PG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (race_page == MAP_FAILED)
+		return 2;
+	race_page += PG;
+	race_cycles = cycles;
+	uint64_t rng = 7;
+	pthread_t t;
+	pthread_create(&t, NULL, race_a, NULL);
+	for (long c = 0; c < cycles; c++) {
+		race_meet(1, (int)(3 * c + 1));
+		mprotect(race_page, PG, PROT_READ);
+		mprotect(race_page, PG, PROT_READ);
+		race_meet(1, (int)(3 * c + 2));
+		int rw = (int)rnd(&rng, 2), b;
+		for (int k = 0; k < 2; k++) {
+			int prot = (k ^ rw) ? PROT_READ | PROT_WRITE : PROT_READ;
+			if (mprotect(race_page, PG, prot) != 0 || fg_probe(race_page, &b) != allows(prot))
+				race_wrong++;
+		}
+		race_meet(1, (int)(3 * c + 3));
+	}
+	pthread_join(t, NULL);
+	printf("race: %ld cycles, %ld wrong\n", cycles, race_wrong);
+	return race_wrong != 0;
+}
+
 int main(int argc, char **argv)
 {
 	fg_install();
 	if (argc > 1 && strcmp(argv[1], "redundant") == 0)
 		return redundant();
+	if (argc > 1 && strcmp(argv[1], "race") == 0) {
+		watchdog(120);
+		return race(argc > 2 ? atol(argv[2]) : 20000);
+	}
 	seed = argc > 1 ? strtoull(argv[1], NULL, 0) : 1;
 	nrounds = argc > 2 ? atoi(argv[2]) : 150;
 	nthreads = argc > 3 ? atoi(argv[3]) : 4;

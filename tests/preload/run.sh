@@ -27,8 +27,8 @@
 #      BYPASS_SEEDS (default 2; make soak-bypass runs 8), BYPASS_REPEAT (default 4), BYPASS_THREADS
 #      (default 8), BYPASS_ROUNDS (default 20): the bypass test,
 #      FLIP_SEEDS (default 4), FLIP_REPEAT (default 5), FLIP_THREADS
-#      (default 8), FLIP_ROUNDS (default 150): the flip test (make
-#      soak-flip raises them),
+#      (default 8), FLIP_ROUNDS (default 150), FLIP_RACE_CYCLES (default
+#      50000): the flip test (make soak-flip raises them),
 #      TEST_DEADLINE (seconds since the epoch; none by default): lazystress,
 #      bypass and flip start no seed after it (the first seed always runs) and
 #      say how many of their seeds ran (CI's time budget, .ci/run),
@@ -712,6 +712,7 @@ t_barrier_uffd() {
 # FLIP_REPEAT more safe-mode runs (default 5) with FLIP_THREADS threads
 # (default 8, four times the cores) that must print the same; a run that
 # found a page allowing other than it asked for exits 1 and fails.  Then
+# "flip race" (FLIP_RACE_CYCLES cycles, default 50000) the same way, and
 # "flip redundant" in safe mode with the JSON report: records made
 # flipping (flip_begun) and given a protection again (flip_ended), and of
 # its 1040 mprotect calls the 1000 that change nothing skipped but the one
@@ -744,6 +745,23 @@ t_flip() {
 		bad flip "failing seeds:$seeds; $first"
 		return
 	fi
+	# "flip race": two threads meet on a flipping page, one ending the
+	# flipping while the other's call is in flight; in every mode, then
+	# FLIP_REPEAT more safe-mode runs
+	local c=${FLIP_RACE_CYCLES:-50000}
+	if ! differential flip-race "$BUILD/flip" race "$c"; then
+		bad flip "flip race: $REASON"
+		return
+	fi
+	for k in $(seq 1 "${FLIP_REPEAT:-5}"); do
+		past_deadline && break
+		run "$OUT/flip-race.safe$k" safe "$BUILD/flip" race "$c"
+		if ! d=$(same "flip-race.safe$k" "$OUT/flip-race.ref" "$OUT/flip-race.safe$k" safe); then
+			run_failed "flip race: safe-mode run $k differs ($d)"
+			bad flip "flip race: safe-mode run $k of ${FLIP_REPEAT:-5} differs ($d)"
+			return
+		fi
+	done
 	local f=$OUT/flip-stats.json
 	rm -f "$f"
 	run "$OUT/flip-redundant.ref" ref "$BUILD/flip" redundant
