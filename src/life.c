@@ -313,9 +313,13 @@ void mmf_fini(void)
 	mmf_live_fini();
 }
 
-/* Opens or closes the fast paths (fast.h) for what is in force now. */
+/* Opens or closes the fast paths (fast.h) for what is in force now.  Range
+ * shaping may change a one-record call when forced (trim, widen) or when
+ * auto's model credits widening; off forwards as asked, as the forward
+ * path does. */
 void fast_gate(void)
 {
+	int sp = mmf_shape_policy();
 	unsigned off = (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2 ? MMF_FAST_INIT : 0) |
 		       (mode != MMF_MODE_SAFE ? MMF_FAST_MODE : 0) |
 		       (mode == MMF_MODE_OFF ? MMF_FAST_OFF : 0) |
@@ -323,7 +327,8 @@ void fast_gate(void)
 		       (safe_state.tracing ? MMF_FAST_TRACE : 0) |
 		       (safe_state.verify ? MMF_FAST_VERIFY : 0) |
 		       (PLD(safe_state.rie) ? MMF_FAST_RIE : 0) |
-		       (mmf_shape_policy() != MMF_SHAPE_AUTO || mmf_shape_cost_default.widen_ns ?
+		       ((sp != MMF_SHAPE_AUTO && sp != MMF_SHAPE_OFF) ||
+				(sp == MMF_SHAPE_AUTO && mmf_shape_cost_default.widen_ns) ?
 			MMF_FAST_SHAPE : 0) |
 		       (__atomic_load_n(&mmf_barrier_on, __ATOMIC_RELAXED) ? MMF_FAST_BARRIER : 0);
 	uint64_t fok = __atomic_load_n(&safe_state.filter_ok, __ATOMIC_ACQUIRE);

@@ -230,9 +230,8 @@ static int prot_at(char *p)
  * records what it did. */
 START_TEST(flipping)
 {
-	/* shaping's default policy: the forward path is open only there */
-	static const char *const extra[] = {"MMFOLD_SHAPE=auto", NULL};
-	fk_start("safe", extra);
+	fk_start("safe", NULL);
+	/* the forward path open (MMFOLD_SHAPE=off, fk_start's: no shaping) */
 	ck_assert_uint_eq(__atomic_load_n(&mmf_fast_chg_prots, __ATOMIC_RELAXED) & (1u << RW), 1u << RW);
 	char *m = fk_map(3, PROT_NONE);
 	char *p = m + PGL; /* a record of its own: its neighbours stay PROT_NONE */
