@@ -122,11 +122,11 @@ static __attribute__((noinline)) int mprotect_flip(void *addr, size_t len, int p
 	return mprotect_change(addr, len, prot, v, g);
 }
 
-MMF_EXPORT int mprotect(void *addr, size_t len, int prot)
+/* After the skip test (f its answer, v and g what it read): the course
+ * it chose. */
+static inline __attribute__((always_inline)) int mprotect_after(void *addr, size_t len, int prot,
+								int f, uint64_t v, uint32_t g)
 {
-	uint64_t v = 0;
-	uint32_t g = 0;
-	int f = mmf_fast_mprotect((uint64_t)addr, len, prot, &v, &g);
 	if (f == MMF_FAST_SKIPPED)
 		return 0;
 	if (f == MMF_FAST_MAYBE && !((prot | mmf_fast_prot(v)) & PROT_EXEC))
@@ -138,6 +138,42 @@ MMF_EXPORT int mprotect(void *addr, size_t len, int prot)
 	if (f == MMF_FAST_GENERAL && __atomic_load_n(&mmf_stale_word.h.now, __ATOMIC_RELAXED) == MMF_FLIGHT_BIT)
 		return mprotect_flight(addr, len, prot);
 	return mprotect_run(addr, len, prot, f, v, g);
+}
+
+/* The gate closed: the general course (or off mode's, or a flight's). */
+static __attribute__((noinline)) int mprotect_gated(void *addr, size_t len, int prot)
+{
+	return mprotect_after(addr, len, prot, MMF_FAST_GENERAL, 0, 0);
+}
+
+/* Any call, the gate read again (mprotect_hot declined it). */
+static __attribute__((noinline)) int mprotect_cold(void *addr, size_t len, int prot)
+{
+	uint64_t v = 0;
+	uint32_t g = 0;
+	int f = mmf_fast_mprotect((uint64_t)addr, len, prot, &v, &g);
+	return mprotect_after(addr, len, prot, f, v, g);
+}
+
+/* This thread's hot flip (fast.h, mmf_fast_hot_start), the gate open:
+ * mmf_fast_hot, else mprotect_cold. */
+static __attribute__((noinline)) int mprotect_hot(void *addr, size_t len, int prot)
+{
+	return mmf_fast_hot(addr, len, prot, mmf_next.mprotect, mprotect_cold);
+}
+
+/* The gate read once: closed, the general course; open, the hot flip
+ * first (it skips the skip test), then the skip test. */
+MMF_EXPORT int mprotect(void *addr, size_t len, int prot)
+{
+	if (__builtin_expect(__atomic_load_n(&mmf_fast.all, __ATOMIC_RELAXED) != 0, 0))
+		return mprotect_gated(addr, len, prot);
+	if (mmf_fast_hot_start((uint64_t)addr))
+		return mprotect_hot(addr, len, prot);
+	uint64_t v = 0;
+	uint32_t g = 0;
+	int f = mmf_fast_mprotect_open((uint64_t)addr, len, prot, &v, &g);
+	return mprotect_after(addr, len, prot, f, v, g);
 }
 
 static long fwd_pkey_mprotect(const struct mmf_op *o)

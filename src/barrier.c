@@ -39,7 +39,7 @@
 int mmf_barrier_on;
 int mmf_barrier_fds[2] = {-1, -1};
 
-static struct mmf_map *map;
+static struct mmf_map *smap;
 static uint64_t page;
 static int ufd = -1;
 static int maps_fd = -1;         /* /proc/self/maps, for PROCMAP_QUERY */
@@ -127,7 +127,7 @@ static int all_eligible(uint64_t s, uint64_t e)
 {
 	struct mmf_rec r;
 	for (uint64_t a = s; a < e; a = r.end)
-		if (!mmf_map_lookup(map, a, &r) || !eligible(&r))
+		if (!mmf_map_lookup(smap, a, &r) || !eligible(&r))
 			return 0;
 	return 1;
 }
@@ -159,10 +159,10 @@ static long ensure_registered(uint64_t s, uint64_t e)
 records:;
 	struct mmf_rec r;
 	uint64_t lo = s, hi = e;
-	for (int n = 0; n < 4096 && lo >= page && mmf_map_lookup(map, lo - page, &r) &&
+	for (int n = 0; n < 4096 && lo >= page && mmf_map_lookup(smap, lo - page, &r) &&
 			eligible(&r); n++)
 		lo = r.start;
-	for (int n = 0; n < 4096 && mmf_map_lookup(map, hi, &r) && eligible(&r); n++)
+	for (int n = 0; n < 4096 && mmf_map_lookup(smap, hi, &r) && eligible(&r); n++)
 		hi = r.end;
 	long rc = uffd_register(lo, hi);
 	if (rc != 0 && (lo != s || hi != e)) {
@@ -187,7 +187,7 @@ static void unwrap_part(uint64_t s, uint64_t e)
 		if (r != 0) {
 			/* (a split at vm.max_map_count): it stays protected the
 			 * uffd way; the map no longer vouches for it */
-			mmf_map_forget(map, rs, re);
+			mmf_map_forget(smap, rs, re);
 			mmf_event(MMF_E_BARRIER_REFUSED);
 			s = re;
 			continue;
@@ -197,7 +197,7 @@ static void unwrap_part(uint64_t s, uint64_t e)
 		memset(&u, 0, sizeof u);
 		u.fields = MMF_F_PROT;
 		u.a.prot = PROT_READ;
-		mmf_map_update(map, rs, re, &u);
+		mmf_map_update(smap, rs, re, &u);
 		mmf_wpb_set(WP, rs, re, 0);
 		mmf_event(MMF_E_BARRIER_UNWRAPPED);
 		s = re;
@@ -244,7 +244,7 @@ static void drain(void)
 					uffd_wp(rs, re, 0);
 					mmf_wpb_set(WP, rs, re, 0);
 				}
-			mmf_map_forget(map, stale[i].s, stale[i].e);
+			mmf_map_forget(smap, stale[i].s, stale[i].e);
 			__atomic_store_n(&stale[i].ready, 0, __ATOMIC_RELAXED);
 		}
 		if (all || n > STALE_MAX) {
@@ -413,7 +413,7 @@ static int protect(uint64_t s, uint64_t e)
 	int np = 0;
 	struct mmf_rec r;
 	for (uint64_t a = s; a < e; a = r.end) {
-		if (!mmf_map_lookup(map, a, &r))
+		if (!mmf_map_lookup(smap, a, &r))
 			return 0;
 		if (r.a.prot == PROT_READ) {
 			struct mmf_rec x = r;
@@ -625,7 +625,7 @@ void mmf_barrier_start(struct mmf_map *m, size_t pg)
 	if (cfg->v[MMF_OPT_BARRIER] != MMF_BARRIER_UFFD)
 		return;
 	asked = 1;
-	map = m;
+	smap = m;
 	page = pg;
 	mmf_wpb_page = pg;
 	const char *why = NULL;

@@ -131,6 +131,46 @@ static inline void wleave_quick(void)
 		async_restore();
 }
 
+/* The writer section of a call that changes nothing in the map (fastrun.c's
+ * mmf_fast_hot): wenter_quick's steps but what bypasses changed, which is
+ * left to the next section that records something (until then nothing is
+ * skipped), and wleave_quick's.  x: this thread's block. */
+extern uint32_t mmf_lock_gen;
+static inline __attribute__((always_inline)) int wenter_hot(struct mmf_fast_tls *x)
+{
+	if (x->w_in || !__atomic_load_n(&mmf_bypass_ok, __ATOMIC_RELAXED))
+		return 0;
+	x->w_in = 1; /* section_open */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	uint32_t z = 0;
+	if (!__atomic_compare_exchange_n(&map.lock, &z, 1, 0, __ATOMIC_ACQUIRE,
+					 __ATOMIC_RELAXED)) {
+		x->w_in = 0;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
+		return 0;
+	}
+	mmf_lock_gen++; /* wenter's step: a plain add */
+	return 1;
+}
+
+static inline __attribute__((always_inline)) void wleave_hot(struct mmf_fast_tls *x)
+{
+	if (PLD(x->w_pending.any)) {
+		wleave();
+		return;
+	}
+	x->w_in = 2;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (__builtin_expect(__atomic_exchange_n(&map.lock, 0, __ATOMIC_RELEASE) == 2, 0))
+		mmf_map_wake(&map); /* mmf_map_wunlock's steps */
+	x->w_in = 0;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (PLD(x->w_pending.any)) {
+		wenter();
+		wleave();
+	}
+}
+
 /* ---- question.c: the skip question and safe mode's state ----------------- */
 /* Safe mode's state, one instance (safe_state): process facts that decide
  * whether a skip may be trusted and how a forwarded call is recorded.  Set

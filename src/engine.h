@@ -53,6 +53,12 @@ long mmf_fast_forward(uint64_t a, uint64_t len, int prot, uint64_t v0, uint32_t 
  * range (mmf_fast_forward records its protection again). */
 long mmf_fast_flip(uint64_t a, uint64_t len, int prot, uint32_t g,
 		   int (*kfn)(void *, size_t, int), long (*fwd)(const struct mmf_op *));
+/* mmf_fast_flip's course for a call on this thread's hot flip (fast.h,
+ * mmf_fast_hot_start), taken before the skip test: the same results,
+ * libc style (kfn's: the next mprotect), or, with nothing done, cold's
+ * (the course of any call). */
+int mmf_fast_hot(void *addr, size_t len, int prot, int (*kfn)(void *, size_t, int),
+		 int (*cold)(void *, size_t, int));
 /* Off mode's mprotect when the gate holds nothing else (fast.h,
  * MMF_FAST_OFF): counted as mmf_run and forward() count it and made
  * through kfn (the next mprotect); the kernel's result (0 or -errno), or

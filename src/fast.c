@@ -10,11 +10,9 @@ union mmf_fast_gate mmf_fast = {.f = {MMF_FAST_INIT, 0}};
 uint64_t mmf_fast_mask;
 uint64_t mmf_fast_want[8];
 uint64_t mmf_fast_pgmask = 4095;
-uint64_t mmf_fast_cmask, mmf_fast_cwant;
+uint64_t mmf_fast_cmask, mmf_fast_cwant, mmf_fast_fmask, mmf_fast_fwant;
 uint32_t mmf_fast_chg_prots;
 uint32_t mmf_fast_lazy;
-static const uint32_t no_seq = 1; /* odd: never a hint's */
-const uint32_t *mmf_fast_seq = &no_seq;
 __thread struct mmf_fast_tls mmf_fast_tls __attribute__((tls_model("initial-exec")));
 /* batch.h: this thread's batch nesting; batch.c owns it, defined here so
  * that decide() and the fast paths read it without calling into batch.c. */
@@ -27,8 +25,8 @@ static uint64_t word(const struct mmf_attr *a)
 	return v;
 }
 
-void mmf_fast_set(unsigned off, int mdwe, int wx_relax, size_t page, const uint32_t *seq,
-		  int lazy, unsigned skip_prots)
+void mmf_fast_set(unsigned off, int mdwe, int wx_relax, size_t page, int lazy,
+		  unsigned skip_prots)
 {
 	__atomic_store_n(&mmf_fast_lazy, lazy != 0, __ATOMIC_RELEASE);
 	/* changed in place: owned, unsealed, the protection known; in relax
@@ -38,6 +36,8 @@ void mmf_fast_set(unsigned off, int mdwe, int wx_relax, size_t page, const uint3
 	struct mmf_attr cw = {.prot = 0, .owned = 1, .sealed = 0};
 	mmf_fast_cmask = word(&cm);
 	mmf_fast_cwant = word(&cw);
+	mmf_fast_fmask = mmf_fast_cmask | mmf_fast_prot_word(0xff);
+	mmf_fast_fwant = mmf_fast_cwant | mmf_fast_prot_word(MMF_PROT_FLIP);
 	uint32_t chg = 0, fwd_off = off & MMF_FAST_SHAPE;
 	off &= ~(unsigned)MMF_FAST_SHAPE;
 	/* compared: prot, owned, sealed; in relax mode also the W^X bit,
@@ -62,7 +62,5 @@ void mmf_fast_set(unsigned off, int mdwe, int wx_relax, size_t page, const uint3
 	 * not let one through yet): the general path learns it (question.c) */
 	__atomic_store_n(&mmf_fast_chg_prots, fwd_off ? 0 : chg & skip_prots, __ATOMIC_RELAXED);
 	mmf_fast_pgmask = page - 1;
-	if (seq)
-		mmf_fast_seq = seq;
 	__atomic_store_n(&mmf_fast.f.off, off, __ATOMIC_RELEASE);
 }

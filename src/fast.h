@@ -72,8 +72,10 @@ extern uint64_t mmf_fast_pgmask;
  * a request for protection p may be (not exec-only, not W+X under MDWE;
  * none while the forward path is closed). */
 extern uint64_t mmf_fast_cmask, mmf_fast_cwant;
+/* The same with the protection MMF_PROT_FLIP (mmf_fast_flipping). */
+extern uint64_t mmf_fast_fmask, mmf_fast_fwant;
 extern uint32_t mmf_fast_chg_prots;
-extern const uint32_t *mmf_fast_seq; /* the shadow map's sequence */
+extern struct mmf_map map; /* the shadow map (wlock.c), for its sequence */
 /* Calls bypassing the map not yet accounted for (bits 0-30), a section's
  * call in flight (bit 31) and flights ever begun (bits 32-63): wlock.c.
  * Read before and after the map; no skip while its low half is not 0 but
@@ -151,6 +153,12 @@ struct mmf_fast_tls {
 	uint64_t flip_a, flip_e, flip_skips;
 	uint32_t flip_n;
 	int flip_prot;
+	/* fastrun.c's hot flip: [flip_hot, flip_he), a range this thread
+	 * last found inside a flipping record (0, 0: none), that record's
+	 * attribute word and the map's sequence then */
+	uint64_t flip_hot, flip_he;
+	const uint64_t *flip_attr;
+	uint32_t flip_seq;
 };
 extern __thread struct mmf_fast_tls mmf_fast_tls __attribute__((tls_model("initial-exec")));
 
@@ -170,8 +178,8 @@ static inline struct mmf_fast_tls *mmf_fast_self(void)
  * flipping areas are answered by wx.c; skip_prots: bit p, a request for
  * protection p may be skipped (under a seccomp filter, those the kernel
  * accepted: question.c). */
-void mmf_fast_set(unsigned off, int mdwe, int wx_relax, size_t page, const uint32_t *seq,
-		  int lazy, unsigned skip_prots);
+void mmf_fast_set(unsigned off, int mdwe, int wx_relax, size_t page, int lazy,
+		  unsigned skip_prots);
 
 #define MMF_FAST_FENCE() __atomic_signal_fence(__ATOMIC_SEQ_CST)
 
@@ -246,8 +254,7 @@ static inline uint64_t mmf_fast_prot_word(uint8_t p)
  * map (fastrun.c): what mmf_fast_cwant says but MMF_PROT_FLIP. */
 static inline int mmf_fast_flipping(uint64_t v)
 {
-	return (v & (mmf_fast_cmask | mmf_fast_prot_word(0xff))) ==
-	       (mmf_fast_cwant | mmf_fast_prot_word(MMF_PROT_FLIP));
+	return (v & mmf_fast_fmask) == mmf_fast_fwant;
 }
 
 /* The call may change the hint's record (all of it, or a part that it
@@ -270,10 +277,11 @@ static inline int mmf_fast_changes(const struct mmf_slotref *h, int prot, uint64
  * the hot path would give it a frame). */
 static inline __attribute__((always_inline)) int
 mmf_fast_mprotect_in(uint64_t a, uint64_t len, int prot, uint64_t *v_, uint32_t *g,
-		     const int flights)
+		     const int flights, const int gate_read)
 {
 	struct mmf_fast_tls *x = &mmf_fast_tls;
-	if (__builtin_expect(__atomic_load_n(&mmf_fast.all, __ATOMIC_RELAXED) != 0, 0) ||
+	if ((!gate_read &&
+	     __builtin_expect(__atomic_load_n(&mmf_fast.all, __ATOMIC_RELAXED) != 0, 0)) ||
 	    (unsigned)prot > 7)
 		return MMF_FAST_GENERAL;
 	/* without flights, its low half alone: 0 before and after the map
@@ -297,19 +305,19 @@ mmf_fast_mprotect_in(uint64_t a, uint64_t len, int prot, uint64_t *v_, uint32_t 
 		return MMF_FAST_GENERAL;
 	uint64_t hs = h->start, he = h->end;
 	/* hs <= a < he, a page aligned, 0 < len <= he - a */
-	if (a - hs >= he - hs || (a & mmf_fast_pgmask) || len - 1 >= he - a)
+	if (a < hs || a >= he || (a & mmf_fast_pgmask) || len - 1 >= he - a)
 		return MMF_FAST_GENERAL;
 	uint32_t hseq = h->seq;
 	const uint64_t *attr = h->attr;
 	MMF_FAST_FENCE();
 	if (x->gen != gen) /* a handler learned meanwhile: what was read may be torn */
 		return MMF_FAST_GENERAL;
-	uint32_t seq = __atomic_load_n(mmf_fast_seq, __ATOMIC_ACQUIRE);
+	uint32_t seq = __atomic_load_n(&map.seq, __ATOMIC_ACQUIRE);
 	if (seq != hseq)
 		return MMF_FAST_GENERAL;
 	uint64_t v = __atomic_load_n(attr, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	if (__atomic_load_n(mmf_fast_seq, __ATOMIC_RELAXED) != seq ||
+	if (__atomic_load_n(&map.seq, __ATOMIC_RELAXED) != seq ||
 	    (flights ? __atomic_load_n(&mmf_stale, __ATOMIC_RELAXED) != stale
 		     : __atomic_load_n(&mmf_stale_word.h.now, __ATOMIC_RELAXED) != 0))
 		return MMF_FAST_GENERAL;
@@ -325,10 +333,24 @@ mmf_fast_mprotect_in(uint64_t a, uint64_t len, int prot, uint64_t *v_, uint32_t 
 	return MMF_FAST_SKIPPED;
 }
 
-static inline int mmf_fast_mprotect(uint64_t a, uint64_t len, int prot, uint64_t *v_,
-				    uint32_t *g)
+/* The call starts where this thread's hot flip does (fastrun.c's
+ * mmf_fast_hot): taken before the skip test, which it would only repeat. */
+static inline int mmf_fast_hot_start(uint64_t a)
 {
-	return mmf_fast_mprotect_in(a, len, prot, v_, g, 0);
+	return a == mmf_fast_tls.flip_hot;
+}
+
+static inline __attribute__((always_inline)) int
+mmf_fast_mprotect(uint64_t a, uint64_t len, int prot, uint64_t *v_, uint32_t *g)
+{
+	return mmf_fast_mprotect_in(a, len, prot, v_, g, 0, 0);
+}
+
+/* mmf_fast_mprotect when the caller read the gate open just before. */
+static inline __attribute__((always_inline)) int
+mmf_fast_mprotect_open(uint64_t a, uint64_t len, int prot, uint64_t *v_, uint32_t *g)
+{
+	return mmf_fast_mprotect_in(a, len, prot, v_, g, 0, 1);
 }
 
 /* mmf_fast_mprotect when mmf_stale counts a section's call in flight

@@ -128,7 +128,7 @@ long mmf_fast_off(uint64_t a, uint64_t len, int prot, int (*kfn)(void *, size_t,
 
 int mmf_fast_mprotect_flight(uint64_t a, uint64_t len, int prot, uint64_t *v_, uint32_t *g)
 {
-	return mmf_fast_mprotect_in(a, len, prot, v_, g, 1);
+	return mmf_fast_mprotect_in(a, len, prot, v_, g, 1, 0);
 }
 
 /* mmf_fast_forward's course when the call failed or the map's block could
@@ -144,14 +144,41 @@ static __attribute__((noinline)) long change_rest(uint64_t a, uint64_t len, int 
 	return change_done(&op, kr, fr, g, 0, v0);
 }
 
+/* The call asks for what this thread asked last on a flipping record, on
+ * the range of that request or of its hot flip (mmf_fast_hot, which
+ * keeps flip_prot alone). */
+static inline int flip_again(const struct mmf_fast_tls *x, uint64_t a, uint64_t e, int prot)
+{
+	return x->flip_prot == prot &&
+	       ((x->flip_a == a && x->flip_e == e) || (x->flip_hot == a && x->flip_he == e));
+}
+
+/* Writer lock held: [a,e) lies inside the flipping record whose word is
+ * *attr, the map's sequence seq: this thread's hot flip (mmf_fast_hot).
+ * A handler of this thread that reads these meanwhile finds the section
+ * open and does not use them (mmf_fast_hot judges them under the lock). */
+static inline void hot_keep(struct mmf_fast_tls *x, uint64_t a, uint64_t e, const uint64_t *attr,
+			    uint32_t seq)
+{
+	x->flip_hot = a;
+	x->flip_he = e;
+	x->flip_attr = attr;
+	x->flip_seq = seq;
+}
+
+/* This thread's hot flip given up (the range kept: none). */
+static inline void hot_drop(struct mmf_fast_tls *x)
+{
+	x->flip_hot = x->flip_he = 0;
+}
+
 long mmf_fast_flip(uint64_t a, uint64_t len, int prot, uint32_t g,
 		   int (*kfn)(void *, size_t, int), long (*fwd)(const struct mmf_op *))
 {
 	struct mmf_fast_tls *x = mmf_fast_self();
 	struct mmf_tstats *t = x->t;
 	uint64_t e = (a + len + mmf_fast_pgmask) & ~mmf_fast_pgmask;
-	if (!kfn || !t || (x->flip_prot == prot && x->flip_a == a && x->flip_e == e) ||
-	    !wenter_quick())
+	if (!kfn || !t || flip_again(x, a, e, prot) || !wenter_quick())
 		return MMF_FAST_DECLINED;
 	/* the hint judged again under the lock, as mmf_fast_forward does,
 	 * without a copy: its fields read, then gen unchanged (a handler's
@@ -176,11 +203,107 @@ long mmf_fast_flip(uint64_t a, uint64_t len, int prot, uint32_t g,
 		struct mmf_slotref fr = *h;
 		return change_rest(a, len, prot, r, &fr, g, fwd, PLD(*attr));
 	}
+	hot_keep(x, a, e, attr, hseq);
 	if (prot == (PROT_READ | PROT_WRITE))
 		mmf_wx_rw_done(a, e);
 	mmf_thp_tick(PLD(folio_policy.thp_disabled));
 	wleave_quick();
 	return 0;
+}
+
+/* hot_done for a call that failed: record()'s course for a failure (it
+ * may be partial: the range forgotten), the hot flip given up. */
+static __attribute__((noinline, cold)) int hot_failed(int r)
+{
+	struct mmf_fast_tls *x = mmf_fast_self();
+	int err = errno;
+	mmf_stat_add(x->t, MMF_K_MPROTECT, MMF_S_ERRORS, 1);
+	mmf_map_forget(&map, x->flip_hot, x->flip_he);
+	hot_drop(x);
+	mmf_thp_tick(PLD(folio_policy.thp_disabled));
+	wleave_hot(x);
+	errno = err;
+	return r;
+}
+
+static inline __attribute__((always_inline)) int hot_leave(struct mmf_fast_tls *x)
+{
+	if (__builtin_expect(mmf_thp_watching(), 0))
+		mmf_thp_tick(PLD(folio_policy.thp_disabled));
+	wleave_hot(x);
+	return 0;
+}
+
+/* mmf_fast_hot after its kernel call (r: its result, libc style, errno
+ * set): the W^X note of an RW request, the huge-page tick, the section
+ * left; r, errno kept.  What the call was is read back from this thread's
+ * block (the range kept and flip_prot), where no handler changes it while
+ * the section is open: mmf_fast_hot keeps nothing across the kernel call,
+ * so it saves no register. */
+static __attribute__((noinline)) int hot_done(int r)
+{
+	if (__builtin_expect(r != 0, 0))
+		return hot_failed(r);
+	struct mmf_fast_tls *x = mmf_fast_self();
+	if (x->flip_prot == (PROT_READ | PROT_WRITE)) {
+		mmf_wx_rw_done(x->flip_hot, x->flip_he);
+		return hot_leave(mmf_fast_self()); /* nothing kept across the call */
+	}
+	return hot_leave(x);
+}
+
+/* mmf_fast_hot declined under the lock: the range forgotten, the section
+ * left, cold's answer. */
+static __attribute__((noinline)) int hot_declined(void *addr, size_t len, int prot,
+						  int (*cold)(void *, size_t, int))
+{
+	struct mmf_fast_tls *x = mmf_fast_self();
+	hot_drop(x);
+	wleave_hot(x);
+	return cold(addr, len, prot);
+}
+
+/* The hot flip: a call that starts where this thread's last call inside a
+ * flipping record started (mmf_fast_hot_start, tested before the skip
+ * test), ends where it ended, and asks for another protection without
+ * PROT_EXEC: mmf_fast_flip's course without the skip test, which would
+ * only find the record flipping again.  The lock makes the test here: the
+ * map's sequence unchanged since the range was kept means its slot holds
+ * that record still, whose word must still say flipping.  Anything else
+ * goes to cold (the course of any call), with the range forgotten when it
+ * no longer holds. */
+int mmf_fast_hot(void *addr, size_t len, int prot, int (*kfn)(void *, size_t, int),
+		 int (*cold)(void *, size_t, int))
+{
+	struct mmf_fast_tls *x = mmf_fast_self();
+	/* (the caller read the gate open) a request for no PROT_EXEC (and no
+	 * other bit), not this thread's last one on a flipping record
+	 * (flip_again's test for the hot flip's range, as good as any here) */
+	if (((unsigned)prot & ~(unsigned)(PROT_READ | PROT_WRITE)) || prot == x->flip_prot ||
+	    !wenter_hot(x))
+		return cold(addr, len, prot);
+	/* under the lock, where no handler of this thread changes them: the
+	 * hot flip's range exactly (e > a: the range kept when there is
+	 * none, 0 to 0, matches only calls that fail it), its record in its
+	 * slot still and flipping */
+	uint64_t a = (uint64_t)addr;
+	uint64_t e = (a + len + mmf_fast_pgmask) & ~mmf_fast_pgmask;
+	if (x->flip_hot != a || x->flip_he != e || e <= a ||
+	    __atomic_load_n(&map.seq, __ATOMIC_RELAXED) != x->flip_seq ||
+	    !mmf_fast_flipping(PLD(*x->flip_attr)))
+		return hot_declined(addr, len, prot, cold);
+	x->flip_prot = prot;
+	/* counted() and its counters, all before the call; the thread's block
+	 * is there while a range is kept (stats.c forgets it first) */
+	struct mmf_tstats *t = x->t;
+	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_CALLS, 1);
+	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_FORWARDED, 1);
+	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_BYTES_ASKED, len);
+	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_BYTES_KERNEL, len);
+	uint64_t n = t->v[MMF_K_MPROTECT][MMF_S_CALLS];
+	if (__builtin_expect(mmf_time_due(n), 0))
+		return hot_done(timed(t, n, kfn, a, len, prot));
+	return hot_done(kfn(addr, len, prot));
 }
 
 /* Forwarded changes of one range in a row on a thread, no mprotect
@@ -246,21 +369,25 @@ long mmf_fast_forward(uint64_t a, uint64_t len, int prot, uint64_t v0, uint32_t 
 	if (flipping) {
 		/* the word is unknown already: no mark; left as it is unless
 		 * the call repeats this thread's last one on the range */
-		int again = x->flip_prot == prot && x->flip_a == a && x->flip_e == e;
+		int again = flip_again(x, a, e, prot);
 		x->flip_a = a;
 		x->flip_e = e;
 		x->flip_prot = again ? -1 : prot;
 		x->flip_n = 0;
 		int r = counted(t, kfn, a, len, prot, len);
-		if (r != 0)
+		if (r != 0) {
+			hot_drop(x);
 			return change_rest(a, len, prot, r, &fr, g, fwd, v);
+		}
 		if (!again) {
+			hot_keep(x, a, e, fr.attr, fr.seq);
 			if (prot == (PROT_READ | PROT_WRITE))
 				mmf_wx_rw_done(a, e);
 			mmf_thp_tick(PLD(folio_policy.thp_disabled));
 			wleave_quick();
 			return 0;
 		}
+		hot_drop(x);
 		mmf_event(MMF_E_FLIP_ENDED); /* the protection recorded below */
 	} else {
 		mmf_map_prot_changing(&map, &fr, v);
@@ -284,8 +411,11 @@ long mmf_fast_forward(uint64_t a, uint64_t len, int prot, uint64_t v0, uint32_t 
 	if ((a != fr.start || e != fr.end || !mmf_map_reprot_whole(&map, &fr, rp, lk, v)) &&
 	    !(d = mmf_map_reprot(&map, &fr, a, e, rp, lk, v, &nr)))
 		return change_rest(a, len, prot, 0, &fr, g, fwd, v); /* records prot */
-	if (rp == MMF_PROT_FLIP)
+	if (rp == MMF_PROT_FLIP) {
 		mmf_event(MMF_E_FLIP_BEGUN);
+		hot_keep(x, a, e, d == MMF_REPROT_IN_PLACE ? fr.attr : nr.attr,
+			 __atomic_load_n(&map.seq, __ATOMIC_RELAXED));
+	}
 	if (prot == (PROT_READ | PROT_WRITE))
 		mmf_wx_rw_done(a, e);
 	mmf_thp_tick(PLD(folio_policy.thp_disabled));

@@ -333,7 +333,7 @@ void fast_gate(void)
 		       (__atomic_load_n(&mmf_barrier_on, __ATOMIC_RELAXED) ? MMF_FAST_BARRIER : 0);
 	uint64_t fok = __atomic_load_n(&safe_state.filter_ok, __ATOMIC_ACQUIRE);
 	mmf_fast_set(off, PLD(safe_state.mdwe), cfg.v[MMF_OPT_WX] == MMF_WX_RELAX, page,
-		     mode == MMF_MODE_OFF ? NULL : &map.seq, PLD(lazy_state.on),
+		     PLD(lazy_state.on),
 		     (fok & MMF_FILTERED) ? (unsigned)(fok & 0xff) : 0xffu);
 	/* wlock.c: what a call bypassing the map would leave out */
 	int bypass = __atomic_load_n(&init_state, __ATOMIC_ACQUIRE) == 2 &&

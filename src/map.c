@@ -125,8 +125,10 @@ int mmf_map_wlock_until(struct mmf_map *m, uint64_t deadline_ns)
 void mmf_map_wunlock(struct mmf_map *m)
 {
 	if (__atomic_exchange_n(&m->lock, 0, __ATOMIC_RELEASE) == 2)
-		mmf_sys_futex_wake(&m->lock, 1);
+		mmf_map_wake(m);
 }
+
+void mmf_map_wake(struct mmf_map *m) { mmf_sys_futex_wake(&m->lock, 1); }
 
 /* Writers bracket every change with these so readers retry. */
 static void wbegin(struct mmf_map *m)

@@ -140,6 +140,8 @@ void mmf_map_clear(struct mmf_map *m);
  * long as the calling thread does not already hold it. */
 void mmf_map_wlock(struct mmf_map *m);
 void mmf_map_wunlock(struct mmf_map *m);
+/* Wakes a waiter of the writer lock (mmf_map_wunlock found one). */
+void mmf_map_wake(struct mmf_map *m);
 int mmf_map_trywlock(struct mmf_map *m); /* 1 when taken */
 /* mmf_map_wlock that gives up when CLOCK_MONOTONIC reaches deadline_ns:
  * 1 when taken, 0 when not. */

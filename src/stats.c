@@ -174,8 +174,12 @@ void mmf_stats_thread_exit(void *p)
 	mmf_lazy_thread_exit();
 	struct mmf_totals *g = totals();
 	fold(g ? &g->retired : &spare_static, &b->t, 1);
-	if (mmf_stats_tls == &b->t)
+	if (mmf_stats_tls == &b->t) {
+		/* fastrun.c's hot flip counts on the block: none without it */
+		mmf_fast_tls.flip_hot = mmf_fast_tls.flip_he = 0;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		mmf_stats_tls = NULL;
+	}
 	__atomic_store_n(&b->used, 0, __ATOMIC_RELEASE);
 }
 

@@ -12,7 +12,7 @@
 #define MADV_HUGEPAGE 14
 #endif
 
-static struct mmf_map *map;
+static struct mmf_map *smap;
 static size_t page;
 static uint64_t pmd, max_none;
 /* The block and max_ptes_none the rule at mmap sees: the kernel's
@@ -68,7 +68,7 @@ int mmf_thp_dense(const struct mmf_thp_use *u)
 
 void mmf_thp_init(struct mmf_map *m, size_t pg, uint64_t pmd_size, uint64_t max_ptes_none)
 {
-	map = m;
+	smap = m;
 	page = pg;
 	pmd = pmd_size;
 	/* khugepaged scales max_ptes_none down for folios below PMD size */
@@ -112,7 +112,7 @@ static int still_plain(uint64_t s, uint64_t e)
 {
 	struct mmf_rec r;
 	for (uint64_t a = s; a < e; a = r.end) {
-		if (!mmf_map_lookup(map, a, &r) || r.start > a || !r.a.owned || r.a.sealed != 0)
+		if (!mmf_map_lookup(smap, a, &r) || r.start > a || !r.a.owned || r.a.sealed != 0)
 			return 0;
 		if (!mmf_prot_known(r.a.prot) || !(r.a.prot & (PROT_READ | PROT_WRITE)))
 			return 0;
@@ -161,7 +161,7 @@ static int advise_only(uint64_t s, uint64_t e)
 	memset(&u, 0, sizeof u);
 	u.adv_set_mask = MMF_ADV_HUGEPAGE | MMF_ADV_OURS;
 	u.adv_clear_mask = MMF_ADV_NOHUGEPAGE;
-	mmf_map_update(map, s, e, &u);
+	mmf_map_update(smap, s, e, &u);
 	mmf_event(MMF_E_THP_ADVISED);
 	mmf_event_add(MMF_E_THP_BYTES, e - s);
 	return 1;
@@ -204,8 +204,8 @@ int mmf_thp_join_alike(const struct mmf_attr *x, const struct mmf_attr *y)
 static int neighbour(uint64_t s, uint64_t e, int side, const struct mmf_attr *a)
 {
 	struct mmf_rec r;
-	if (side ? !mmf_map_lookup(map, e, &r) || r.start != e
-		 : s < page || !mmf_map_lookup(map, s - page, &r) || r.end != s)
+	if (side ? !mmf_map_lookup(smap, e, &r) || r.start != e
+		 : s < page || !mmf_map_lookup(smap, s - page, &r) || r.end != s)
 		return 0;
 	if (!mmf_thp_join_fits(&r.a) || !mmf_thp_join_alike(&r.a, a))
 		return 0;
@@ -214,7 +214,7 @@ static int neighbour(uint64_t s, uint64_t e, int side, const struct mmf_attr *a)
 
 int mmf_thp_join_next_to(uint64_t s, uint64_t e, const struct mmf_attr *a)
 {
-	if (!map || !mmf_thp_join_fits(a) || (a->adv_set & MMF_ADV_HUGEPAGE))
+	if (!smap || !mmf_thp_join_fits(a) || (a->adv_set & MMF_ADV_HUGEPAGE))
 		return 0;
 	int l = neighbour(s, e, 0, a), r = neighbour(s, e, 1, a);
 	/* between advised memory and memory like it without advice, which
@@ -227,10 +227,10 @@ int mmf_thp_join(uint64_t s, uint64_t e)
 	struct mmf_rec r;
 	struct mmf_attr first = {0};
 	int ours = 0, plain = 0;
-	if (!map) /* no huge-page advice in this process (mmf_thp_init) */
+	if (!smap) /* no huge-page advice in this process (mmf_thp_init) */
 		return 0;
 	for (uint64_t a = s; a < e; a = r.end) {
-		if (!mmf_map_lookup(map, a, &r) || !mmf_thp_join_fits(&r.a))
+		if (!mmf_map_lookup(smap, a, &r) || !mmf_thp_join_fits(&r.a))
 			return 0;
 		if (a == s)
 			first = r.a;
@@ -245,7 +245,7 @@ int mmf_thp_join(uint64_t s, uint64_t e)
 		return 0;
 	int done = 0;
 	for (uint64_t a = s; a < e; a = r.end) {
-		if (!mmf_map_lookup(map, a, &r))
+		if (!mmf_map_lookup(smap, a, &r))
 			break;
 		if (r.a.adv_set & MMF_ADV_HUGEPAGE)
 			continue;

@@ -17,7 +17,8 @@
 
 struct mmf_map map;
 int mmf_forking; /* life.c's fork steps; see there */
-static uint32_t lock_gen;  /* moves at every acquisition (under the lock) */
+uint32_t mmf_lock_gen; /* moves at every acquisition (under the lock; core.h) */
+#define lock_gen mmf_lock_gen
 static uint32_t stuck_gen; /* lock_gen + 1 of a holder a waiter gave up on */
 
 /* This thread's writer state (in_write: 0 none, 1 holds the map lock, 2
