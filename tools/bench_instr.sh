@@ -26,9 +26,8 @@
 # Limits (issue "hot paths at the limit"): a skipped call at most 60
 # instructions added; a forwarded one-page mprotect at most 100 added over
 # the bare call; the libc wrappers at most 10 added.  Guards: the toggle
-# (a page split off a record and merged back, then a flipping record) at
-# most 260 added, the W^X flip at most 800, the forwarded call at most 260
-# while its limit is not met.
+# (a page split off a record and merged back, then a flipping record, then
+# the hot flip) at most 120 added, the W^X flip at most 800.
 set -euo pipefail
 
 # shellcheck source=tools/bench_env.sh
@@ -127,21 +126,21 @@ limit_of() { # workload -> "added" limit, or "total:N" for the skip
 	write | read | sigaction | sigmask | pread) echo 10 ;;
 	open) echo 20 ;; # two interposed calls per iteration: open and close
 	# not the issue's limits: guards of what the map's in-block update,
-	# the W^X table's shortcut, the flat forward course and flipping
-	# records gave (+215 and +728 when set), so that a change that loses
-	# them shows (without flipping records the toggle adds +441)
-	toggle) echo 260 ;;
+	# the W^X table's shortcut, the flat forward course, flipping records
+	# and the hot flip gave (+95 and +695 when set), so that a change that
+	# loses them shows (without the hot flip the toggle adds +215, without
+	# flipping records +441)
+	toggle) echo 120 ;;
 	wx) echo 800 ;;
 	*) echo - ;;
 	esac
 }
 
-# A path whose limit is not met yet: the most it may add meanwhile (the
-# flat forward course gave +243, its flipping record's course +215),
-# enforced by INSTR_LIMITS=1 instead of the limit.
+# A path whose limit is not met yet: the most it may add meanwhile,
+# enforced by INSTR_LIMITS=1 instead of the limit (none now: the forward
+# path's limit is met since the hot flip).
 guard_of() {
 	case $1 in
-	forward) echo 260 ;;
 	*) echo - ;;
 	esac
 }
