@@ -68,10 +68,18 @@ static long fwd_mprotect(const struct mmf_op *o)
 	return mmf_sys6(SYS_mprotect, o->a[0], o->a[1], o->a[2], 0, 0, 0);
 }
 
-/* Apart, so that a skipped call (above it) saves no registers. */
+static __attribute__((noinline)) int mprotect_cold(void *addr, size_t len, int prot);
+
+/* Apart, so that a skipped call (above it) saves no registers.  A call
+ * the skip test sent here because its hint holds another record may lie
+ * in the record found before that one (mmf_fast_swap): then the skip test
+ * answers again, from that one. */
 static __attribute__((noinline)) int mprotect_run(void *addr, size_t len, int prot, int f,
 						  uint64_t v, uint32_t g)
 {
+	if (f == MMF_FAST_GENERAL && __atomic_load_n(&mmf_fast.all, __ATOMIC_RELAXED) == 0 &&
+	    mmf_fast_swap((uint64_t)addr, len))
+		return mprotect_cold(addr, len, prot);
 	struct mmf_op op = {.kind = MMF_K_MPROTECT, .a = {(long)addr, (long)len, prot},
 			    .fwd = fwd_mprotect};
 	if (f == MMF_FAST_MAYBE)
@@ -146,7 +154,8 @@ static __attribute__((noinline)) int mprotect_gated(void *addr, size_t len, int 
 	return mprotect_after(addr, len, prot, MMF_FAST_GENERAL, 0, 0);
 }
 
-/* Any call, the gate read again (mprotect_hot declined it). */
+/* Any call, the gate read again (mprotect_hot declined it, or the hint
+ * was swapped: mprotect_run). */
 static __attribute__((noinline)) int mprotect_cold(void *addr, size_t len, int prot)
 {
 	uint64_t v = 0;

@@ -333,6 +333,15 @@ mmf_fast_mprotect_in(uint64_t a, uint64_t len, int prot, uint64_t *v_, uint32_t 
 	return MMF_FAST_SKIPPED;
 }
 
+/* The call's range [a, a + len) lies inside this thread's other hint (the
+ * record found before the current one) and not in the current one: the
+ * other becomes the current one (gen moves, as after a learn), so that the
+ * skip test, asked again, answers from it.  1 when it did; 0, nothing
+ * done, also inside a writer section or a learn (fastrun.c).  For a
+ * thread that works on two records in turn: without it, every call found
+ * the hint holding the other one and took the general course. */
+int mmf_fast_swap(uint64_t a, uint64_t len);
+
 /* The call starts where this thread's hot flip does (fastrun.c's
  * mmf_fast_hot): taken before the skip test, which it would only repeat. */
 static inline int mmf_fast_hot_start(uint64_t a)
