@@ -5,6 +5,7 @@
  *   flip SEED [ROUNDS (150)] [THREADS (4)]
  *   flip race [CYCLES (20000)]
  *   flip redundant
+ *   flip failing
  *
  * One mapping: THREADS * 8 pages, thread i owning pages 8i to 8i+7, then
  * 4 pages all threads change, each followed by a PROT_NONE page (so that
@@ -31,9 +32,9 @@
  * per thread, and what went wrong) is the same with and without mmfold;
  * the exit status is 1 when anything went wrong.
  *
- * "flip race": see race() below; "flip redundant": one thread toggles a
- * page 40 times, then asks 1000 times for the protection it has (run.sh
- * counts the skips). */
+ * "flip race" and "flip failing": see race() and failing() below; "flip
+ * redundant": one thread toggles a page 40 times, then asks 1000 times for
+ * the protection it has (run.sh counts the skips). */
 #include "common.h"
 
 #include <pthread.h>
@@ -186,6 +187,54 @@ static int redundant(void)
 	return wrong != 0;
 }
 
+/* failing: a page of a file mapped read-only and shared, toggled between
+ * PROT_READ and PROT_NONE until flipping (then the hot flip, mmfold's
+ * shortest course, takes the calls), then asked for PROT_READ |
+ * PROT_WRITE, which the kernel refuses (EACCES): the error, the page's
+ * protection after it (unchanged), and the same again, the page mapped
+ * anew, 20 times.  Each call's result and each probe are printed: the output is
+ * the same with and without mmfold. */
+static int failing(void)
+{
+	char path[] = "/tmp/mmfold-flip-XXXXXX";
+	int fd = mkstemp(path);
+	if (fd < 0 || ftruncate(fd, PG) != 0)
+		return 2;
+	/* the file opened again, read-only */
+	int ro = open(path, O_RDONLY);
+	unlink(path);
+	close(fd);
+	if (ro < 0)
+		return 2;
+	/* its own VMA, PROT_NONE pages around it */
+	char *p = mmap(NULL, 3 * PG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return 2;
+	char *q = p + PG;
+	int wrong = 0, b;
+	for (int round = 0; round < 20; round++) {
+		/* mapped again each round: a failed call leaves its range
+		 * unknown to mmfold, which a new mapping makes known */
+		if (mmap(q, PG, PROT_READ, MAP_SHARED | MAP_FIXED, ro, 0) == MAP_FAILED)
+			return 2;
+		int n = 10 + round % 7, last = PROT_READ;
+		for (int k = 0; k < n; k++) {
+			last = k & 1 ? PROT_READ : PROT_NONE;
+			if (mprotect(q, PG, last) != 0 || fg_probe(q, &b) != allows(last))
+				wrong++;
+		}
+		errno = 0;
+		int r = mprotect(q, PG, PROT_READ | PROT_WRITE);
+		char got = fg_probe(q, &b);
+		printf("round %d: %d toggles, RW: %d %s, then %c\n", round, n, r, ename(errno), got);
+		if (r != -1 || errno != EACCES || got != allows(last))
+			wrong++;
+	}
+	close(ro);
+	printf("failing: %d wrong\n", wrong);
+	return wrong != 0;
+}
+
 /* race: two threads meet on one page each cycle.  A makes it flipping
  * (10 changes in a row), then both start at once: A changes it once more
  * while B asks twice for one protection (the second call, a repeat, ends
@@ -256,6 +305,8 @@ int main(int argc, char **argv)
 	fg_install();
 	if (argc > 1 && strcmp(argv[1], "redundant") == 0)
 		return redundant();
+	if (argc > 1 && strcmp(argv[1], "failing") == 0)
+		return failing();
 	if (argc > 1 && strcmp(argv[1], "race") == 0) {
 		watchdog(120);
 		return race(argc > 2 ? atol(argv[2]) : 20000);

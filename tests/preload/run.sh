@@ -780,6 +780,24 @@ t_flip() {
 		bad flip "no mprotect counts or flip events in the report ($f)"
 	elif [ "$begun" -lt 1 ] || [ "$ended" -lt 1 ] || [ "$skipped" != 999 ]; then
 		bad flip "flip redundant: flip_begun $begun, flip_ended $ended, skipped $skipped; want at least 1, at least 1, 999 ($f)"
+		return
+	fi
+	# "flip failing": the kernel refuses a call the hot flip forwards
+	# (EACCES), 20 times, each after the page became flipping again
+	if ! differential flip-failing "$BUILD/flip" failing; then
+		bad flip "flip failing: $REASON"
+		return
+	fi
+	f=$OUT/flip-failing-stats.json
+	rm -f "$f"
+	run "$OUT/flip-failing.stats" safe env MMFOLD_STATS=1 MMFOLD_STATS_FORMAT=json \
+		MMFOLD_STATS_FILE="$f" "$BUILD/flip" failing
+	local errors
+	m=$(grep -o '"mprotect":{[^}]*}' "$f" | head -1)
+	errors=$(grep -o '"errors":[0-9]*' <<<"$m" | cut -d: -f2)
+	begun=$(grep -o '"flip_begun":[0-9]*' "$f" | head -1 | cut -d: -f2)
+	if [ "${errors:-0}" != 20 ] || [ "${begun:-0}" -lt 20 ]; then
+		bad flip "flip failing: mprotect errors ${errors:-none}, flip_begun ${begun:-none}; want 20, at least 20 ($f)"
 	else
 		ok flip
 	fi
