@@ -35,7 +35,7 @@ set -euo pipefail
 N=${INSTR_CALLS:-20000}
 read -r -a XENV <<<"${INSTR_ENV:-}"
 WORKLOADS=("$@")
-((${#WORKLOADS[@]})) || WORKLOADS=(skip skipsec forward toggle wx write read open sigaction sigmask pread)
+((${#WORKLOADS[@]})) || WORKLOADS=(skip skipsec skip2 forward forward2 toggle wx write read open sigaction sigmask pread)
 
 BIN=$BUILD/instr
 $CC -std=gnu11 -O2 -g -o "$BIN" "$ROOT/tools/bench/instr.c" -pthread
@@ -111,8 +111,8 @@ took_path() {
 		{ echo "the run failed"; return; }
 	[ -s "$js" ] || { echo "no report from the library ($js)"; return; }
 	case $w in
-	skip | skipsec) k=skipped ;;
-	forward | toggle) k=forwarded ;;
+	skip | skipsec | skip2) k=skipped ;;
+	forward | forward2 | toggle) k=forwarded ;;
 	*) return ;;
 	esac
 	c=$(grep -o "\"mprotect\":{[^}]*}" "$js" | grep -o "\"$k\":[0-9]*" | cut -d: -f2)

@@ -11,6 +11,11 @@
  *             installed first): mmfold skips once the kernel took one
  *   forward   one page, its own mapping (PROT_NONE guards), toggled RW <-> R:
  *             every call changes something and is forwarded
+ *   forward2  two such pages, changed in turn (A to R, B to R, A to RW, B
+ *             to RW, ...): every call forwarded, no page changed twice in
+ *             a row, so neither ever becomes flipping (README, "Flipping
+ *             records"): the forward path's course that records each change
+ *   skip2     no-op mprotect RW of one of forward2's pages, the two in turn
  *   toggle    one page in the middle of a 256 KiB RW mapping toggled
  *             RW <-> R (the kernel splits and merges the VMA each time)
  *   wx        a 64 KiB code area flipped RW -> (one byte written) -> RX, as
@@ -107,6 +112,15 @@ static inline unsigned long one(int w, unsigned long i)
 	case 12:
 		check(mlock2(area, 64 * KIB, MLOCK_ONFAULT) == 0, "mlock2");
 		return 1;
+	case 14: {
+		char *p = area + ((i & 1) ? 3 : 1) * pg;
+		check(mprotect(p, pg, (i & 2) ? PROT_READ | PROT_WRITE : PROT_READ) == 0, "mprotect");
+		return 1;
+	}
+	case 15:
+		check(mprotect(area + ((i & 1) ? 3 : 1) * pg, pg, PROT_READ | PROT_WRITE) == 0,
+		      "mprotect");
+		return 1;
 	case 13: /* advice mmfold tracks, each call a change: its general course */
 		check(madvise(area, pg, (i & 1) ? MADV_DOFORK : MADV_DONTFORK) == 0, "madvise");
 		return 1;
@@ -131,12 +145,13 @@ static __attribute__((noinline)) unsigned long loop(int w, unsigned long n)
 
 static const char *const names[] = {"skip",    "forward",   "toggle",  "wx",    "write",
 				    "read",    "open",      "sigaction", "sigmask", "pread",
-				    "maskpair", "skipsec",  "onfault", "advise"};
+				    "maskpair", "skipsec",  "onfault", "advise",  "forward2",
+				    "skip2"};
 
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: instr skip|forward|toggle|wx|write|read|open|sigaction|sigmask|pread|maskpair|skipsec|onfault|advise [calls]\n");
+		fprintf(stderr, "usage: instr skip|skip2|forward|forward2|toggle|wx|write|read|open|sigaction|sigmask|pread|maskpair|skipsec|onfault|advise [calls]\n");
 		return 2;
 	}
 	int w = -1;
@@ -158,13 +173,18 @@ int main(int argc, char **argv)
 		w = 0;
 	}
 	pg = (size_t)sysconf(_SC_PAGESIZE);
-	size_t len = w == 1 ? 3 * pg : w == 2 ? 64 * pg : 64 * KIB;
-	area = mmap(NULL, len, w == 1 ? PROT_NONE : PROT_READ | PROT_WRITE,
+	int two = w == 14 || w == 15; /* forward2, skip2 */
+	size_t len = w == 1 ? 3 * pg : two ? 5 * pg : w == 2 ? 64 * pg : 64 * KIB;
+	area = mmap(NULL, len, w == 1 || two ? PROT_NONE : PROT_READ | PROT_WRITE,
 		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	check(area != MAP_FAILED, "mmap");
-	if (w == 1)
-		check(mprotect(area + pg, pg, PROT_READ | PROT_WRITE) == 0, "mprotect");
-	memset(w == 1 ? area + pg : area, 1, w == 1 ? pg : len);
+	/* forward, forward2, skip2: pages 1 (and 3) RW between PROT_NONE guards */
+	for (int k = 1; k <= (two ? 3 : w == 1 ? 1 : 0); k += 2) {
+		check(mprotect(area + k * pg, pg, PROT_READ | PROT_WRITE) == 0, "mprotect");
+		memset(area + k * pg, 1, pg);
+	}
+	if (w != 1 && !two)
+		memset(area, 1, len);
 	int rd = w == 5 || w == 9;
 	fd = open(rd ? "/dev/zero" : "/dev/null", rd ? O_RDONLY : O_WRONLY);
 	check(fd >= 0, "open");
