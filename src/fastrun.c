@@ -283,13 +283,14 @@ static __attribute__((noinline)) int hot_done(int r)
 	return hot_leave(x);
 }
 
-/* mmf_fast_hot declined under the lock: the range forgotten, the section
- * left, cold's answer. */
+/* mmf_fast_hot declined under the lock: the range forgotten when its
+ * record no longer holds it (drop), the section left, cold's answer. */
 static __attribute__((noinline)) int hot_declined(void *addr, size_t len, int prot,
-						  int (*cold)(void *, size_t, int))
+						  int (*cold)(void *, size_t, int), int drop)
 {
 	struct mmf_fast_tls *x = mmf_fast_self();
-	hot_drop(x);
+	if (drop)
+		hot_drop(x);
 	wleave_hot(x);
 	return cold(addr, len, prot);
 }
@@ -315,14 +316,16 @@ int mmf_fast_hot(void *addr, size_t len, int prot, int (*kfn)(void *, size_t, in
 		return cold(addr, len, prot);
 	/* under the lock, where no handler of this thread changes them: the
 	 * hot flip's range exactly (e > a: the range kept when there is
-	 * none, 0 to 0, matches only calls that fail it), its record in its
-	 * slot still and flipping */
+	 * none, 0 to 0, matches only calls that fail it; another range
+	 * leaves it kept), its record in its slot still and flipping (else
+	 * it is forgotten) */
 	uint64_t a = (uint64_t)addr;
 	uint64_t e = (a + len + mmf_fast_pgmask) & ~mmf_fast_pgmask;
-	if (x->flip_hot != a || x->flip_he != e || e <= a ||
-	    __atomic_load_n(&map.seq, __ATOMIC_RELAXED) != x->flip_seq ||
+	if (x->flip_hot != a || x->flip_he != e || e <= a)
+		return hot_declined(addr, len, prot, cold, 0);
+	if (__atomic_load_n(&map.seq, __ATOMIC_RELAXED) != x->flip_seq ||
 	    !mmf_fast_flipping(PLD(*x->flip_attr)))
-		return hot_declined(addr, len, prot, cold);
+		return hot_declined(addr, len, prot, cold, 1);
 	x->flip_prot = prot;
 	/* counted() and its counters, all before the call; the thread's block
 	 * is there while a range is kept (stats.c forgets it first) */

@@ -285,6 +285,148 @@ START_TEST(flipping)
 }
 END_TEST
 
+/* mmf_fast_hot's cold course, as preload/mman.c's mprotect_cold: here it
+ * only says it was taken. */
+static int hot_colds;
+static int hot_cold(void *addr, size_t len, int prot)
+{
+	(void)addr, (void)len, (void)prot;
+	hot_colds++;
+	return 7;
+}
+
+/* The hot flip (fastrun.c, mmf_fast_hot): the range a thread found inside
+ * a flipping record is kept; a call on exactly it asking for another
+ * protection reaches the kernel without the skip test and leaves the map
+ * as it is; a repeat, another range, a record no longer flipping or moved
+ * go to the cold course, the last two forgetting the range; a call the
+ * kernel refuses keeps its errno and forgets the range and its record. */
+START_TEST(hot_flip)
+{
+	fk_start("safe", NULL);
+	struct mmf_fast_tls *x = &mmf_fast_tls;
+	char *m = fk_map(3, PROT_NONE);
+	char *p = m + PGL;
+	ck_assert_int_eq(wrapped(p, RW), 0);
+	for (int k = 1; k <= 8; k++)
+		ck_assert_int_eq(wrapped(p, k & 1 ? PROT_READ : RW), 0);
+	ck_assert_int_eq(prot_at(p), MMF_PROT_FLIP);
+	ck_assert_uint_eq(x->flip_hot, (uint64_t)p); /* kept when it began */
+	ck_assert_uint_eq(x->flip_he, (uint64_t)p + PGL);
+	unsigned long n = fk_count(FK_MPROTECT, FK_NEXT);
+	uint64_t calls = fk_stat(MMF_K_MPROTECT, MMF_S_CALLS);
+	uint32_t seq = map.seq;
+	hot_colds = 0;
+	for (int k = 1; k <= 4; k++) { /* the 8th asked for RW */
+		int prot = k & 1 ? PROT_READ : RW;
+		ck_assert_int_eq(mmf_fast_hot(p, PGL, prot, mmf_next.mprotect, hot_cold), 0);
+		ck_assert_uint_eq(fk_count(FK_MPROTECT, FK_NEXT), n + (unsigned long)k);
+		ck_assert_int_eq(fk_log[fk_log_n - 1].prot, prot);
+	}
+	ck_assert_int_eq(hot_colds, 0);
+	ck_assert_uint_eq(fk_stat(MMF_K_MPROTECT, MMF_S_CALLS), calls + 4);
+	ck_assert_uint_eq(fk_stat(MMF_K_MPROTECT, MMF_S_FORWARDED) >= 4, 1);
+	ck_assert_uint_eq(map.seq, seq);
+	ck_assert_int_eq(prot_at(p), MMF_PROT_FLIP);
+	/* a repeat, a longer range, an executable request: cold, the range kept */
+	ck_assert_int_eq(mmf_fast_hot(p, PGL, RW, mmf_next.mprotect, hot_cold), 7);
+	ck_assert_int_eq(mmf_fast_hot(p, 2 * PGL, PROT_READ, mmf_next.mprotect, hot_cold), 7);
+	ck_assert_int_eq(mmf_fast_hot(p, PGL, PROT_READ | PROT_EXEC, mmf_next.mprotect, hot_cold), 7);
+	ck_assert_int_eq(hot_colds, 3);
+	ck_assert_uint_eq(fk_count(FK_MPROTECT, FK_NEXT), n + 4);
+	ck_assert_uint_eq(x->flip_hot, (uint64_t)p);
+	/* inside a writer section (a signal handler's call): cold */
+	in_write = 1;
+	ck_assert_int_eq(mmf_fast_hot(p, PGL, PROT_READ, mmf_next.mprotect, hot_cold), 7);
+	in_write = 0;
+	ck_assert_int_eq(hot_colds, 4);
+	/* the kernel refuses: its errno, the range and its record forgotten */
+	fk_fail(FK_MPROTECT, FK_NEXT, (uint64_t)p, (uint64_t)p + PGL, EACCES, 1);
+	uint64_t errors = fk_stat(MMF_K_MPROTECT, MMF_S_ERRORS);
+	errno = 0;
+	ck_assert_int_eq(mmf_fast_hot(p, PGL, PROT_READ, mmf_next.mprotect, hot_cold), -1);
+	ck_assert_int_eq(errno, EACCES);
+	ck_assert_uint_eq(fk_stat(MMF_K_MPROTECT, MMF_S_ERRORS), errors + 1);
+	ck_assert_uint_eq(x->flip_hot, 0);
+	ck_assert_int_eq(prot_at(p), MMF_UNKNOWN); /* forgotten: unknown */
+	ck_assert_int_eq(in_write, 0); /* the section left */
+	/* flipping again (the page mapped anew), then ended by a general
+	 * course's call: the next hot call finds the word known, goes cold
+	 * and forgets the range */
+	fk_clear();
+	ck_assert_int_eq(fk_call(MMF_K_MMAP, (long)p, PGL, RW, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0),
+			 (long)p);
+	ck_assert_int_eq(wrapped(p, RW), 0); /* a no-op: the hint learned */
+	for (int k = 1; k <= 8; k++)
+		ck_assert_int_eq(wrapped(p, k & 1 ? PROT_READ : RW), 0);
+	ck_assert_uint_eq(x->flip_hot, (uint64_t)p);
+	ck_assert_int_eq(wrapped(p, PROT_READ | PROT_EXEC), 0);
+	ck_assert_int_eq(prot_at(p), PROT_READ | PROT_EXEC);
+	hot_colds = 0;
+	ck_assert_int_eq(mmf_fast_hot(p, PGL, PROT_READ, mmf_next.mprotect, hot_cold), 7);
+	ck_assert_int_eq(hot_colds, 1);
+	ck_assert_uint_eq(x->flip_hot, 0);
+	ck_assert_int_eq(mmf_map_validate(&map), 0);
+}
+END_TEST
+
+/* The hint's swap (mmf_fast_swap): a call inside the record found before
+ * the current one, and not in the current one, makes it current (gen
+ * moved, cur the slot gen names), so the skip test answers from it; none
+ * for a call the current record holds, or neither does, or inside a
+ * writer section or a learn. */
+START_TEST(hint_swap)
+{
+	fk_start("safe", NULL);
+	struct mmf_fast_tls *x = &mmf_fast_tls;
+	char *a = fk_map(3, PROT_NONE), *b = fk_map(3, PROT_NONE), *c = fk_map(3, PROT_NONE);
+	char *pa = a + PGL, *pb = b + PGL;
+	ck_assert_int_eq(wrapped(pa, RW), 0);
+	ck_assert_int_eq(wrapped(pb, RW), 0);
+	ck_assert_int_eq(wrapped(pa, RW), 0); /* a no-op, learned */
+	ck_assert_int_eq(wrapped(pb, RW), 0);
+	ck_assert_ptr_eq(x->cur, &x->r[x->gen & 1]);
+	uint64_t v;
+	uint32_t g, gen = x->gen;
+	/* the current hint holds b: a's call misses it */
+	ck_assert_int_eq(mmf_fast_mprotect((uint64_t)pa, PGL, RW, &v, &g), MMF_FAST_GENERAL);
+	ck_assert_int_eq(mmf_fast_swap((uint64_t)pb, PGL), 0); /* b is current */
+	ck_assert_int_eq(mmf_fast_swap((uint64_t)c + PGL, PGL), 0); /* in neither */
+	ck_assert_int_eq(mmf_fast_swap((uint64_t)pa, 2 * PGL), 0); /* past a's record */
+	in_write = 1;
+	ck_assert_int_eq(mmf_fast_swap((uint64_t)pa, PGL), 0);
+	in_write = 0;
+	x->learning = 1;
+	ck_assert_int_eq(mmf_fast_swap((uint64_t)pa, PGL), 0);
+	x->learning = 0;
+	ck_assert_uint_eq(x->gen, gen);
+	ck_assert_int_eq(mmf_fast_swap((uint64_t)pa, PGL), 1);
+	ck_assert_uint_eq(x->gen, gen + 1);
+	ck_assert_ptr_eq(x->cur, &x->r[x->gen & 1]);
+	ck_assert_uint_eq(x->cur->start, (uint64_t)pa);
+	uint64_t skipped = fk_stat(MMF_K_MPROTECT, MMF_S_SKIPPED);
+	ck_assert_int_eq(mmf_fast_mprotect((uint64_t)pa, PGL, RW, &v, &g), MMF_FAST_SKIPPED);
+	ck_assert_uint_eq(fk_stat(MMF_K_MPROTECT, MMF_S_SKIPPED), skipped + 1);
+	/* and back */
+	ck_assert_int_eq(mmf_fast_swap((uint64_t)pb, PGL), 1);
+	ck_assert_ptr_eq(x->cur, &x->r[x->gen & 1]);
+	ck_assert_int_eq(mmf_fast_mprotect((uint64_t)pb, PGL, RW, &v, &g), MMF_FAST_SKIPPED);
+	/* a learn after a swap writes the slot that is not current (c's
+	 * call a no-op: no record moves, so b's hint stays good) */
+	ck_assert_int_eq(wrapped(c + PGL, PROT_NONE), 0);
+	ck_assert_ptr_eq(x->cur, &x->r[x->gen & 1]);
+	ck_assert_uint_eq(x->cur->start, (uint64_t)c);
+	ck_assert_int_eq(mmf_fast_swap((uint64_t)pb, PGL), 1);
+	ck_assert_int_eq(mmf_fast_mprotect((uint64_t)pb, PGL, RW, &v, &g), MMF_FAST_SKIPPED);
+	/* a record that moved since its hint was taken: swapped in, but the
+	 * skip test does not trust it */
+	ck_assert_int_eq(wrapped(c + PGL, PROT_READ), 0); /* splits c's record */
+	ck_assert_int_eq(mmf_fast_swap((uint64_t)pb, PGL), 1);
+	ck_assert_int_eq(mmf_fast_mprotect((uint64_t)pb, PGL, RW, &v, &g), MMF_FAST_GENERAL);
+	ck_assert_int_eq(mmf_map_validate(&map), 0);
+}
+END_TEST
+
 /* A sealed range: mseal made through mmfold (the fake pretends it
  * succeeded), then the kernel refuses mprotect, munmap and madvise there
  * with EPERM even when nothing would change.  Each gets EPERM, every time:
@@ -436,6 +578,8 @@ Suite *dispatch_suite(void)
 	TCase *f = tcase_create("failures");
 	tcase_add_test(f, mprotect_enomem_split);
 	tcase_add_test(f, flipping);
+	tcase_add_test(f, hot_flip);
+	tcase_add_test(f, hint_swap);
 	tcase_add_test(f, mmap_enomem);
 	tcase_add_test(f, mlock_eagain);
 	tcase_add_test(f, mlock2_onfault_repeated);
