@@ -72,7 +72,9 @@ extern uint64_t mmf_fast_pgmask;
  * a request for protection p may be (not exec-only, not W+X under MDWE;
  * none while the forward path is closed). */
 extern uint64_t mmf_fast_cmask, mmf_fast_cwant;
-/* The same with the protection MMF_PROT_FLIP (mmf_fast_flipping). */
+/* The same with the protection MMF_PROT_FLIP (mmf_fast_flipping; 0 and 0,
+ * which every word matches, until mmf_fast_set: its callers all come after
+ * the gate, which opens only after it). */
 extern uint64_t mmf_fast_fmask, mmf_fast_fwant;
 extern uint32_t mmf_fast_chg_prots;
 extern struct mmf_map map; /* the shadow map (wlock.c), for its sequence */
