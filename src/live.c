@@ -29,13 +29,26 @@
 _Static_assert(sizeof(struct mmf_live_hdr) <= NAMES_OFF, "the header must fit before the names");
 
 static struct mmf_live_hdr *seg;
-static char path[64] MMF_DATA_ALIGN;
+/* The pid in the name of the file this process made (seg_path), 0 when
+ * it made none or removed it: the name itself is made again on the stack
+ * when needed (the library's writable segment stays small:
+ * check-footprint). */
+static long path_pid;
 
 static void seg_path(char *out, size_t n, long pid)
 {
 	struct mmf_buf b = {out, 0, n};
 	mmf_puts(&b, "/dev/shm/mmfold.");
 	mmf_puti(&b, pid);
+}
+
+/* Removes the file this process made, if any. */
+static void path_unlink(void)
+{
+	char path[64];
+	seg_path(path, sizeof path, path_pid);
+	mmf_sys6(SYS_unlinkat, AT_FDCWD, (long)path, 0, 0, 0, 0);
+	path_pid = 0;
 }
 
 /* Field 22 of /proc/self/stat (start time), 0 when it cannot be read. */
@@ -117,7 +130,9 @@ static void describe(struct mmf_live_hdr *h, int mode)
  * anywhere); NULL when it cannot be made. */
 static struct mmf_live_hdr *create(void *addr)
 {
-	seg_path(path, sizeof path, mmf_sys_getpid());
+	char path[64];
+	long pid = mmf_sys_getpid();
+	seg_path(path, sizeof path, pid);
 	/* A file of that name is a stale one of an earlier process with this
 	 * pid, or of this process before an execve: removed, if it is ours
 	 * (/dev/shm is sticky), and never opened, so no one else's file is
@@ -125,18 +140,16 @@ static struct mmf_live_hdr *create(void *addr)
 	long fd = mmf_sys_open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
 	if (fd == -17 /* EEXIST */ && mmf_sys6(SYS_unlinkat, AT_FDCWD, (long)path, 0, 0, 0, 0) == 0)
 		fd = mmf_sys_open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
-	if (fd < 0) {
-		path[0] = 0;
+	if (fd < 0)
 		return NULL;
-	}
+	path_pid = pid;
 	void *p = (void *)-1L;
 	if (mmf_sys6(SYS_ftruncate, fd, (long)SEG_SIZE, 0, 0, 0, 0) == 0)
 		p = mmf_sys_mmap(addr, SEG_SIZE, PROT_READ | PROT_WRITE,
 				 MAP_SHARED | (addr ? MAP_FIXED : 0), (int)fd, 0);
 	mmf_sys_close((int)fd);
 	if (mmf_sys_err((long)p)) {
-		mmf_sys6(SYS_unlinkat, AT_FDCWD, (long)path, 0, 0, 0, 0);
-		path[0] = 0;
+		path_unlink();
 		return NULL;
 	}
 	return p;
@@ -232,15 +245,13 @@ void mmf_live_fork_child(void)
 
 void mmf_live_forget(void)
 {
-	if (seg && path[0] && seg->pid == mmf_sys_getpid()) {
-		mmf_sys6(SYS_unlinkat, AT_FDCWD, (long)path, 0, 0, 0, 0);
-		path[0] = 0;
-	}
+	if (seg && path_pid && seg->pid == mmf_sys_getpid())
+		path_unlink();
 }
 
 void mmf_live_fini(void)
 {
-	if (seg && path[0]) {
+	if (seg && path_pid) {
 		mmf_live_calibrate();
 		mmf_live_forget();
 	}
