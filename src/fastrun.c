@@ -303,7 +303,8 @@ static __attribute__((noinline)) int hot_declined(void *addr, size_t len, int pr
  * map's sequence unchanged since the range was kept means its slot holds
  * that record still, whose word must still say flipping.  Anything else
  * goes to cold (the course of any call), with the range forgotten when it
- * no longer holds. */
+ * no longer holds.  kfn: the next mprotect, never NULL here (the courses
+ * that keep a range have it, and it is never unset). */
 int mmf_fast_hot(void *addr, size_t len, int prot, int (*kfn)(void *, size_t, int),
 		 int (*cold)(void *, size_t, int))
 {
