@@ -140,8 +140,10 @@ static struct mmf_live_hdr *create(void *addr)
 	long fd = mmf_sys_open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
 	if (fd == -17 /* EEXIST */ && mmf_sys6(SYS_unlinkat, AT_FDCWD, (long)path, 0, 0, 0, 0) == 0)
 		fd = mmf_sys_open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
-	if (fd < 0)
+	if (fd < 0) {
+		path_pid = 0; /* a forked child's: not the parent's file either */
 		return NULL;
+	}
 	path_pid = pid;
 	void *p = (void *)-1L;
 	if (mmf_sys6(SYS_ftruncate, fd, (long)SEG_SIZE, 0, 0, 0, 0) == 0)
