@@ -107,34 +107,11 @@ int mmf_stale_init(void); /* its list's page; -1: no bypassing */
 void mmf_bypass_allow(int ok);
 void mmf_bypass_refuse(void);
 
-/* wleave when nothing is likely pending (the forward paths, inline there):
- * the same steps without the loop; anything a handler added goes through
- * wleave. */
-static inline void wleave_quick(void)
-{
-	struct mmf_fast_tls *x = mmf_fast_self();
-	if (PLD(x->w_pending.any) || __atomic_load_n(&mmf_stale_word.h.now, __ATOMIC_RELAXED)) {
-		wleave();
-		return;
-	}
-	x->w_in = 2;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	mmf_map_wunlock(&map);
-	x->w_in = 0;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	if (PLD(x->w_pending.any)) {
-		wenter();
-		wleave();
-		return;
-	}
-	if (x->w_masked)
-		async_restore();
-}
-
 /* The writer section of a call that changes nothing in the map (fastrun.c's
- * mmf_fast_hot): wenter_quick's steps but what bypasses changed, which is
- * left to the next section that records something (until then nothing is
- * skipped), and wleave_quick's.  x: this thread's block. */
+ * mmf_fast_hot), and the steps wenter_quick and wleave_quick add to what
+ * bypasses changed (drained): a section that records nothing leaves that
+ * to the next one that does (until then nothing is skipped).  x: this
+ * thread's block. */
 extern uint32_t mmf_lock_gen;
 static inline __attribute__((always_inline)) int wenter_hot(struct mmf_fast_tls *x)
 {
@@ -169,6 +146,21 @@ static inline __attribute__((always_inline)) void wleave_hot(struct mmf_fast_tls
 		wenter();
 		wleave();
 	}
+}
+
+/* wleave when nothing is likely pending (the forward paths, inline there):
+ * the same steps without the loop (wleave_hot's), what bypasses changed
+ * drained first; anything a handler added goes through wleave. */
+static inline void wleave_quick(void)
+{
+	struct mmf_fast_tls *x = mmf_fast_self();
+	if (__atomic_load_n(&mmf_stale_word.h.now, __ATOMIC_RELAXED)) {
+		wleave();
+		return;
+	}
+	wleave_hot(x);
+	if (x->w_masked)
+		async_restore();
 }
 
 /* ---- question.c: the skip question and safe mode's state ----------------- */

@@ -351,17 +351,11 @@ int wenter_try(void)
  * sections there. */
 int wenter_quick(void)
 {
-	struct mmf_fast_tls *x = mmf_fast_self();
-	if (x->w_in || !__atomic_load_n(&mmf_bypass_ok, __ATOMIC_RELAXED))
+	if (!wenter_hot(mmf_fast_self())) /* core.h: the lock, lock_gen moved */
 		return 0;
-	x->w_in = 1; /* section_open */
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	if (!mmf_map_trywlock(&map)) {
-		x->w_in = 0;
-		__atomic_signal_fence(__ATOMIC_SEQ_CST);
-		return 0;
-	}
-	return section_taken();
+	if (mmf_stale_now(__atomic_load_n(&mmf_stale, __ATOMIC_RELAXED)))
+		stale_drain();
+	return 1;
 }
 
 /* What the configuration allows (life.c); a batch, once begun, refuses
