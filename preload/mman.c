@@ -68,18 +68,10 @@ static long fwd_mprotect(const struct mmf_op *o)
 	return mmf_sys6(SYS_mprotect, o->a[0], o->a[1], o->a[2], 0, 0, 0);
 }
 
-static __attribute__((noinline)) int mprotect_cold(void *addr, size_t len, int prot);
-
-/* Apart, so that a skipped call (above it) saves no registers.  A call
- * the skip test sent here because its hint holds another record may lie
- * in the record found before that one (mmf_fast_swap): then the skip test
- * answers again, from that one. */
+/* Apart, so that a skipped call (above it) saves no registers. */
 static __attribute__((noinline)) int mprotect_run(void *addr, size_t len, int prot, int f,
 						  uint64_t v, uint32_t g)
 {
-	if (f == MMF_FAST_GENERAL && __atomic_load_n(&mmf_fast.all, __ATOMIC_RELAXED) == 0 &&
-	    mmf_fast_swap((uint64_t)addr, len))
-		return mprotect_cold(addr, len, prot);
 	struct mmf_op op = {.kind = MMF_K_MPROTECT, .a = {(long)addr, (long)len, prot},
 			    .fwd = fwd_mprotect};
 	if (f == MMF_FAST_MAYBE)
@@ -132,11 +124,15 @@ static __attribute__((noinline)) int mprotect_flip(void *addr, size_t len, int p
 
 /* After the skip test (f its answer, v and g what it read): the course
  * it chose. */
+static __attribute__((noinline)) int mprotect_other(void *addr, size_t len, int prot);
+
 static inline __attribute__((always_inline)) int mprotect_after(void *addr, size_t len, int prot,
 								int f, uint64_t v, uint32_t g)
 {
 	if (f == MMF_FAST_SKIPPED)
 		return 0;
+	if (f == MMF_FAST_OTHER)
+		return mprotect_other(addr, len, prot);
 	if (f == MMF_FAST_MAYBE && !((prot | mmf_fast_prot(v)) & PROT_EXEC))
 		return mmf_fast_flipping(v) ? mprotect_flip(addr, len, prot, v, g)
 					    : mprotect_change(addr, len, prot, v, g);
@@ -148,14 +144,24 @@ static inline __attribute__((always_inline)) int mprotect_after(void *addr, size
 	return mprotect_run(addr, len, prot, f, v, g);
 }
 
+/* The current slot of the hint missed the range: the skip test asked of
+ * the other one (the record found before; mmf_fast_mprotect_other), whose
+ * answers are never MMF_FAST_OTHER. */
+static __attribute__((noinline)) int mprotect_other(void *addr, size_t len, int prot)
+{
+	uint64_t v = 0;
+	uint32_t g = 0;
+	int f = mmf_fast_mprotect_other((uint64_t)addr, len, prot, &v, &g);
+	return mprotect_after(addr, len, prot, f, v, g);
+}
+
 /* The gate closed: the general course (or off mode's, or a flight's). */
 static __attribute__((noinline)) int mprotect_gated(void *addr, size_t len, int prot)
 {
 	return mprotect_after(addr, len, prot, MMF_FAST_GENERAL, 0, 0);
 }
 
-/* Any call, the gate read again (mprotect_hot declined it, or the hint
- * was swapped: mprotect_run). */
+/* Any call, the gate read again (mprotect_hot declined it). */
 static __attribute__((noinline)) int mprotect_cold(void *addr, size_t len, int prot)
 {
 	uint64_t v = 0;

@@ -205,12 +205,13 @@ static inline void mmf_fast_learn(const struct mmf_slotref *mh)
 	x->learning = 0;
 }
 
-/* Empties this thread's hint (one store; async-signal-safe). */
+/* Empties this thread's hint, both records (a store each;
+ * async-signal-safe). */
 static inline void mmf_fast_forget(void)
 {
-	struct mmf_slotref *r = (struct mmf_slotref *)mmf_fast_tls.cur;
-	if (r)
-		r->end = r->start;
+	struct mmf_fast_tls *x = &mmf_fast_tls;
+	x->r[0].end = x->r[0].start;
+	x->r[1].end = x->r[1].start;
 	MMF_FAST_FENCE();
 }
 
@@ -232,8 +233,9 @@ static inline int mmf_fast_copy(uint32_t g, struct mmf_slotref *out)
  * MMF_FAST_MAYBE: the hint holds the range and the call changes it: the
  * engine's mmf_run_change forwards it and, when it changes exactly the
  * hint's record (owned, unsealed, of known protection), updates that slot
- * in place; MMF_FAST_GENERAL: the general path. */
-enum { MMF_FAST_GENERAL, MMF_FAST_SKIPPED, MMF_FAST_MAYBE = 3 };
+ * in place; MMF_FAST_OTHER: the current slot does not hold the range
+ * (mmf_fast_mprotect_other may); MMF_FAST_GENERAL: the general path. */
+enum { MMF_FAST_GENERAL, MMF_FAST_SKIPPED, MMF_FAST_OTHER, MMF_FAST_MAYBE };
 
 /* The protection in an attribute word. */
 static inline int mmf_fast_prot(uint64_t v)
@@ -271,15 +273,39 @@ static inline int mmf_fast_changes(const struct mmf_slotref *h, int prot, uint64
 	       mmf_fast_self()->t && (v & mmf_fast_cmask) == mmf_fast_cwant;
 }
 
-/* MMF_FAST_SKIPPED, MMF_FAST_GENERAL, or MMF_FAST_MAYBE: the hint holds
- * the range and says it is not a no-op; *v is the record's attribute word
- * and *g the hint's generation, for mmf_run_change.  flights: a section's
- * call in flight apart from the range does not stop it (else the general
- * path, the caller's mmf_fast_mprotect_flight, tries that: a call out of
- * the hot path would give it a frame). */
+/* The slot that is not current, r[(g + 1) & 1], becomes current, as a
+ * learn would make it (gen moves to g + 1), under the learning flag: 1
+ * when it did; 0 when gen is no longer g (a handler learned since it was
+ * read), nothing done.  The skip test's, for a call in that slot that
+ * changes its record. */
+static inline int mmf_fast_take(struct mmf_fast_tls *x, uint32_t g)
+{
+	x->learning = 1; /* a handler's learn does nothing until it is 0 */
+	MMF_FAST_FENCE();
+	int ok = x->gen == g;
+	if (ok) {
+		x->cur = &x->r[(g + 1) & 1];
+		MMF_FAST_FENCE();
+		x->gen = g + 1;
+		MMF_FAST_FENCE();
+	}
+	x->learning = 0;
+	MMF_FAST_FENCE();
+	return ok;
+}
+
+/* MMF_FAST_SKIPPED, MMF_FAST_GENERAL, MMF_FAST_OTHER or MMF_FAST_MAYBE:
+ * the hint holds the range and says it is not a no-op; *v is the record's
+ * attribute word and *g the hint's generation, for mmf_run_change.
+ * flights: a section's call in flight apart from the range does not stop
+ * it (else the general path, the caller's mmf_fast_mprotect_flight, tries
+ * that: a call out of the hot path would give it a frame).  other: the
+ * test made on the slot that is not current (mmf_fast_mprotect_other),
+ * which becomes current for MMF_FAST_MAYBE (mmf_fast_take); else the
+ * current one, and MMF_FAST_OTHER when the range alone failed it. */
 static inline __attribute__((always_inline)) int
 mmf_fast_mprotect_in(uint64_t a, uint64_t len, int prot, uint64_t *v_, uint32_t *g,
-		     const int flights, const int gate_read)
+		     const int flights, const int gate_read, const int other)
 {
 	struct mmf_fast_tls *x = &mmf_fast_tls;
 	if ((!gate_read &&
@@ -302,13 +328,18 @@ mmf_fast_mprotect_in(uint64_t a, uint64_t len, int prot, uint64_t *v_, uint32_t 
 	const struct mmf_slotref *h = x->cur;
 	/* no hint yet, or a signal handler that interrupted this thread's
 	 * writer section: the kernel may already have done what the record
-	 * does not say yet (the general path takes it as re-entrant) */
-	if (__builtin_expect(!h || x->w_in, 0))
+	 * does not say yet (the general path takes it as re-entrant); the
+	 * other slot, the record found before the current one, not while a
+	 * learn (this thread's, interrupted by the handler that runs this)
+	 * is writing it */
+	if (__builtin_expect(!h || x->w_in, 0) || (other && x->learning))
 		return MMF_FAST_GENERAL;
+	if (other)
+		h = &x->r[(gen + 1) & 1];
 	uint64_t hs = h->start, he = h->end;
 	/* hs <= a < he, a page aligned, 0 < len <= he - a */
 	if (a < hs || a >= he || (a & mmf_fast_pgmask) || len - 1 >= he - a)
-		return MMF_FAST_GENERAL;
+		return other || flights ? MMF_FAST_GENERAL : MMF_FAST_OTHER;
 	uint32_t hseq = h->seq;
 	const uint64_t *attr = h->attr;
 	MMF_FAST_FENCE();
@@ -325,6 +356,9 @@ mmf_fast_mprotect_in(uint64_t a, uint64_t len, int prot, uint64_t *v_, uint32_t 
 		return MMF_FAST_GENERAL;
 	struct mmf_tstats *t = x->t;
 	if ((v & mmf_fast_mask) != mmf_fast_want[prot] || __builtin_expect(!t, 0)) {
+		/* the forward path's courses copy the current slot */
+		if (other && !mmf_fast_take(x, gen++))
+			return MMF_FAST_GENERAL;
 		*v_ = v;
 		*g = gen;
 		return MMF_FAST_MAYBE;
@@ -334,15 +368,6 @@ mmf_fast_mprotect_in(uint64_t a, uint64_t len, int prot, uint64_t *v_, uint32_t 
 	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_BYTES_ASKED, len);
 	return MMF_FAST_SKIPPED;
 }
-
-/* The call's range [a, a + len) lies inside this thread's other hint (the
- * record found before the current one) and not in the current one: the
- * other becomes the current one (gen moves, as after a learn), so that the
- * skip test, asked again, answers from it.  1 when it did; 0, nothing
- * done, also inside a writer section or a learn (fastrun.c).  For a
- * thread that works on two records in turn: without it, every call found
- * the hint holding the other one and took the general course. */
-int mmf_fast_swap(uint64_t a, uint64_t len);
 
 /* The call starts where this thread's hot flip does (fastrun.c's
  * mmf_fast_hot): taken before the skip test, which it would only repeat. */
@@ -354,14 +379,26 @@ static inline int mmf_fast_hot_start(uint64_t a)
 static inline __attribute__((always_inline)) int
 mmf_fast_mprotect(uint64_t a, uint64_t len, int prot, uint64_t *v_, uint32_t *g)
 {
-	return mmf_fast_mprotect_in(a, len, prot, v_, g, 0, 0);
+	return mmf_fast_mprotect_in(a, len, prot, v_, g, 0, 0, 0);
+}
+
+/* mmf_fast_mprotect asked of the slot that is not current, after the
+ * current one answered MMF_FAST_OTHER (the gate was read open then, as
+ * for the skip test after it, the wrapper's): for a thread that works on
+ * two records in turn, each call finds the current slot holding the other
+ * record.  MMF_FAST_SKIPPED, MMF_FAST_GENERAL, or MMF_FAST_MAYBE with the
+ * slot made current (*g its generation then). */
+static inline __attribute__((always_inline)) int
+mmf_fast_mprotect_other(uint64_t a, uint64_t len, int prot, uint64_t *v_, uint32_t *g)
+{
+	return mmf_fast_mprotect_in(a, len, prot, v_, g, 0, 1, 1);
 }
 
 /* mmf_fast_mprotect when the caller read the gate open just before. */
 static inline __attribute__((always_inline)) int
 mmf_fast_mprotect_open(uint64_t a, uint64_t len, int prot, uint64_t *v_, uint32_t *g)
 {
-	return mmf_fast_mprotect_in(a, len, prot, v_, g, 0, 1);
+	return mmf_fast_mprotect_in(a, len, prot, v_, g, 0, 1, 0);
 }
 
 /* mmf_fast_mprotect when mmf_stale counts a section's call in flight

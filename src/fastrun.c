@@ -126,40 +126,9 @@ long mmf_fast_off(uint64_t a, uint64_t len, int prot, int (*kfn)(void *, size_t,
 	return -(long)errno;
 }
 
-int mmf_fast_swap(uint64_t a, uint64_t len)
-{
-	struct mmf_fast_tls *x = mmf_fast_self();
-	if (x->w_in || x->learning)
-		return 0;
-	uint32_t g = x->gen;
-	MMF_FAST_FENCE();
-	const struct mmf_slotref *h = x->cur;
-	if (!h)
-		return 0;
-	/* cur is r[gen & 1]; a learn writes the other, which a handler's
-	 * learn may have done since gen was read: then gen moved */
-	const struct mmf_slotref *o = h == &x->r[0] ? &x->r[1] : &x->r[0];
-	uint64_t hs = h->start, he = h->end, os = o->start, oe = o->end;
-	MMF_FAST_FENCE();
-	if (x->gen != g || (a >= hs && a < he) || a < os || a >= oe || len - 1 >= oe - a)
-		return 0;
-	x->learning = 1; /* a handler's learn does nothing until it is 0 */
-	MMF_FAST_FENCE();
-	int ok = x->gen == g;
-	if (ok) {
-		x->cur = o;
-		MMF_FAST_FENCE();
-		x->gen = g + 1;
-		MMF_FAST_FENCE();
-	}
-	x->learning = 0;
-	MMF_FAST_FENCE();
-	return ok;
-}
-
 int mmf_fast_mprotect_flight(uint64_t a, uint64_t len, int prot, uint64_t *v_, uint32_t *g)
 {
-	return mmf_fast_mprotect_in(a, len, prot, v_, g, 1, 0);
+	return mmf_fast_mprotect_in(a, len, prot, v_, g, 1, 0, 0);
 }
 
 /* mmf_fast_forward's course when the call failed or the map's block could
