@@ -96,7 +96,7 @@ extern uint64_t mmf_stale_epoch;
 void flight_begin(uint64_t s, uint64_t e);
 void flight_end(void);
 int wenter_try(void);
-int wenter_quick(void);
+void stale_drain(void);
 void stale_add(uint64_t s, uint64_t e, int prot_only);
 void stale_add_all(void);
 void lock_state_changed(int future);
@@ -146,6 +146,23 @@ static inline __attribute__((always_inline)) void wleave_hot(struct mmf_fast_tls
 		wenter();
 		wleave();
 	}
+}
+
+/* wenter_try's course when it costs least (the forward paths of
+ * fastrun.c): bypassing allowed, this thread in no section (a signal
+ * handler that interrupted one is re-entering: the general path), the
+ * lock free at the first try.  1 with the lock held (what bypasses
+ * changed drained, as wenter_try does); 0 with nothing done: the caller
+ * takes the general path.  The test build's random bypasses
+ * (MMF_FORCE_BYPASS) are wenter_try's: other calls' bypasses meet these
+ * sections there.  x: this thread's block. */
+static inline __attribute__((always_inline)) int wenter_quick(struct mmf_fast_tls *x)
+{
+	if (!wenter_hot(x)) /* the lock, lock_gen moved */
+		return 0;
+	if (mmf_stale_now(__atomic_load_n(&mmf_stale, __ATOMIC_RELAXED)))
+		stale_drain();
+	return 1;
 }
 
 /* wleave when nothing is likely pending (the forward paths, inline there):

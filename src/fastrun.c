@@ -178,7 +178,7 @@ long mmf_fast_flip(uint64_t a, uint64_t len, int prot, uint32_t g,
 	struct mmf_fast_tls *x = mmf_fast_self();
 	struct mmf_tstats *t = x->t;
 	uint64_t e = (a + len + mmf_fast_pgmask) & ~mmf_fast_pgmask;
-	if (!kfn || !t || flip_again(x, a, e, prot) || !wenter_quick())
+	if (!kfn || !t || flip_again(x, a, e, prot) || !wenter_quick(x))
 		return MMF_FAST_DECLINED;
 	/* the hint judged again under the lock, as mmf_fast_forward does,
 	 * without a copy: its fields read, then gen unchanged (a handler's
@@ -346,7 +346,7 @@ long mmf_fast_forward(uint64_t a, uint64_t len, int prot, uint64_t v0, uint32_t 
 	 * would have the block's address loaded again */
 	struct mmf_tstats *t = x->t;
 	(void)v0; /* judged again below, under the lock, where it counts */
-	if (!kfn || !t || !wenter_quick())
+	if (!kfn || !t || !wenter_quick(x))
 		return MMF_FAST_DECLINED;
 	/* The hint, copied under the lock: gen unchanged since the skip test
 	 * read it means the copy is the record that test judged (a handler

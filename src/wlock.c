@@ -258,7 +258,7 @@ void stale_end(void) { __atomic_add_fetch(&stale_done, 1, __ATOMIC_RELEASE); }
 
 /* Writer lock held: what bypassing calls that ended changed is made
  * unknown, and they are accounted for. */
-static void stale_drain(void)
+void stale_drain(void)
 {
 	if (!mmf_stale_now(__atomic_load_n(&mmf_stale, __ATOMIC_ACQUIRE)))
 		return;
@@ -339,23 +339,6 @@ int wenter_try(void)
 		}
 	}
 	return section_taken();
-}
-
-/* wenter_try's course when it costs least (the forward path of
- * fastrun.c): bypassing allowed, this thread in no section (a signal
- * handler that interrupted one is re-entering: the general path), the
- * lock free at the first try.  1 with the lock held (what bypasses
- * changed drained, as wenter_try does); 0 with nothing done: the caller
- * takes the general path.  The test build's random bypasses
- * (MMF_FORCE_BYPASS) are wenter_try's: other calls' bypasses meet these
- * sections there. */
-int wenter_quick(void)
-{
-	if (!wenter_hot(mmf_fast_self())) /* core.h: the lock, lock_gen moved */
-		return 0;
-	if (mmf_stale_now(__atomic_load_n(&mmf_stale, __ATOMIC_RELAXED)))
-		stale_drain();
-	return 1;
 }
 
 /* What the configuration allows (life.c); a batch, once begun, refuses
