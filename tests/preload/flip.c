@@ -6,6 +6,7 @@
  *   flip race [CYCLES (20000)]
  *   flip redundant
  *   flip failing
+ *   flip pair [CYCLES (20000)] [THREADS (8)]
  *
  * One mapping: THREADS * 8 pages, thread i owning pages 8i to 8i+7, then
  * 4 pages all threads change, each followed by a PROT_NONE page (so that
@@ -32,9 +33,9 @@
  * per thread, and what went wrong) is the same with and without mmfold;
  * the exit status is 1 when anything went wrong.
  *
- * "flip race" and "flip failing": see race() and failing() below; "flip
- * redundant": one thread toggles a page 40 times, then asks 1000 times for
- * the protection it has (run.sh counts the skips). */
+ * "flip race", "flip failing" and "flip pair": see race(), failing() and
+ * pair() below; "flip redundant": one thread toggles a page 40 times, then
+ * asks 1000 times for the protection it has (run.sh counts the skips). */
 #include "common.h"
 
 #include <pthread.h>
@@ -300,6 +301,146 @@ static int race(long cycles)
 	return race_wrong != 0;
 }
 
+/* pair: each thread works on two pages of its own in turn, A and B (each
+ * between PROT_NONE pages: a record of its own), CYCLES calls: two in
+ * three change the page (RW <-> R), one in three asks for what it has (a
+ * no-op).  mmfold's hint keeps the record found last and the one found
+ * before: each call finds the current one holding the other page and is
+ * answered from the one before (skipped, or made current and forwarded).
+ * Meanwhile another thread sends the workers SIGUSR1, whose handler
+ * toggles the worker's third page H and asks for the same again: each of
+ * its calls learns H's record, from inside the worker's calls and
+ * between them (the hint's slots written under the worker's reads).
+ * After each call the worker probes A or B and H, SIGUSR1 blocked (the
+ * probe's jump buffer is the thread's): a page that allows other than
+ * the last call on it asked counts as in flip's runs.  The output (calls,
+ * probes, whether handlers ran) is the same with and without mmfold. */
+#define PAIR_PAGES 6 /* none, A, none, B, none, H */
+struct pw {
+	struct th th;        /* the counts and check()'s output */
+	volatile int hprot;  /* what the handler asked last for H */
+	volatile long hruns, hwrong;
+};
+static __thread struct pw *pair_self;
+static volatile int pair_done, pair_finished;
+static long pair_cycles;
+
+static char *pair_page(const struct pw *x, int k)
+{
+	return base + ((size_t)x->th.id * PAIR_PAGES + (size_t)(1 + 2 * k)) * PG;
+}
+
+static void pair_handler(int sig)
+{
+	(void)sig;
+	struct pw *x = pair_self;
+	if (!x)
+		return;
+	int e = errno;
+	int prot = x->hprot == PROT_READ ? PROT_READ | PROT_WRITE : PROT_READ;
+	char *h = pair_page(x, 2);
+	if (mprotect(h, PG, prot) != 0 || mprotect(h, PG, prot) != 0)
+		x->hwrong++;
+	x->hprot = prot;
+	x->hruns++;
+	errno = e;
+}
+
+static void *pair_run(void *arg)
+{
+	struct pw *w = arg;
+	struct th *x = &w->th;
+	pair_self = w;
+	sigset_t usr1;
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	char want[2] = {'w', 'w'};
+	for (long c = 0; c < pair_cycles; c++) {
+		int k = (int)(c & 1);
+		char *p = pair_page(w, k);
+		int rw = want[k] == 'w';
+		if (rnd(&x->rng, 3) != 0)
+			rw = !rw;
+		int prot = rw ? PROT_READ | PROT_WRITE : PROT_READ;
+		call(x, p, PG, prot);
+		want[k] = allows(prot);
+		pthread_sigmask(SIG_BLOCK, &usr1, NULL);
+		check(x, p, want[k], k ? "B" : "A");
+		check(x, pair_page(w, 2), allows(w->hprot), "H");
+		pthread_sigmask(SIG_UNBLOCK, &usr1, NULL);
+	}
+	/* alive until the sender has stopped: it signals no thread that ended */
+	__atomic_add_fetch(&pair_finished, 1, __ATOMIC_SEQ_CST);
+	while (!__atomic_load_n(&pair_done, __ATOMIC_SEQ_CST))
+		sched_yield();
+	return NULL;
+}
+
+struct pair_send {
+	struct pw *w;
+	int n;
+};
+
+static void *pair_send(void *arg)
+{
+	struct pair_send *ps = arg;
+	while (__atomic_load_n(&pair_finished, __ATOMIC_SEQ_CST) < ps->n)
+		for (int i = 0; i < ps->n; i++) {
+			pthread_kill(ps->w[i].th.t, SIGUSR1);
+			for (volatile int spin = 2000; spin; spin--)
+				;
+		}
+	__atomic_store_n(&pair_done, 1, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+static int pair(long cycles, int n)
+{
+	if (cycles < 1 || n < 1 || n > 64)
+		return 2;
+	pair_cycles = cycles;
+	size_t len = ((size_t)n * PAIR_PAGES + 1) * PG;
+	base = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (base == MAP_FAILED)
+		return 2;
+	struct pw *w = calloc((size_t)n, sizeof *w);
+	for (int i = 0; i < n; i++) {
+		w[i].th.id = i;
+		w[i].th.rng = 77 + (uint64_t)i;
+		w[i].hprot = PROT_READ | PROT_WRITE;
+		for (int k = 0; k < 3; k++)
+			if (mprotect(pair_page(&w[i], k), PG, PROT_READ | PROT_WRITE) != 0)
+				return 2;
+	}
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = pair_handler;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	for (int i = 0; i < n; i++)
+		pthread_create(&w[i].th.t, NULL, pair_run, &w[i]);
+	/* the sender: every worker in turn, until all have made their calls */
+	pthread_t sender;
+	struct pair_send ps = {w, n};
+	pthread_create(&sender, NULL, pair_send, &ps);
+	long wrong = 0, spurious = 0, hruns = 0;
+	pthread_join(sender, NULL);
+	for (int i = 0; i < n; i++)
+		pthread_join(w[i].th.t, NULL);
+	for (int i = 0; i < n; i++) {
+		struct th *x = &w[i].th;
+		printf("thread %d: %ld calls, %ld probes\n", i, x->calls, x->probes);
+		fflush(stdout);
+		ob_flush(&x->out, 1, "  ");
+		wrong += x->wrong + w[i].hwrong;
+		spurious += x->spurious;
+		hruns += w[i].hruns;
+	}
+	printf("pair: handlers ran: %s; %ld wrong, %ld spurious\n", hruns ? "yes" : "no", wrong,
+	       spurious);
+	return wrong || spurious || !hruns;
+}
+
 int main(int argc, char **argv)
 {
 	fg_install();
@@ -307,6 +448,10 @@ int main(int argc, char **argv)
 		return redundant();
 	if (argc > 1 && strcmp(argv[1], "failing") == 0)
 		return failing();
+	if (argc > 1 && strcmp(argv[1], "pair") == 0) {
+		watchdog(120);
+		return pair(argc > 2 ? atol(argv[2]) : 20000, argc > 3 ? atoi(argv[3]) : 8);
+	}
 	if (argc > 1 && strcmp(argv[1], "race") == 0) {
 		watchdog(120);
 		return race(argc > 2 ? atol(argv[2]) : 20000);

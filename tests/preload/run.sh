@@ -28,7 +28,8 @@
 #      (default 8), BYPASS_ROUNDS (default 20): the bypass test,
 #      FLIP_SEEDS (default 4), FLIP_REPEAT (default 5), FLIP_THREADS
 #      (default 8), FLIP_ROUNDS (default 150), FLIP_RACE_CYCLES (default
-#      50000): the flip test (make soak-flip raises them),
+#      50000), FLIP_PAIR_CYCLES (default 20000): the flip test (make
+#      soak-flip raises them),
 #      TEST_DEADLINE (seconds since the epoch; none by default): lazystress,
 #      bypass and flip start no seed after it (the first seed always runs) and
 #      say how many of their seeds ran (CI's time budget, .ci/run),
@@ -712,7 +713,9 @@ t_barrier_uffd() {
 # FLIP_REPEAT more safe-mode runs (default 5) with FLIP_THREADS threads
 # (default 8, four times the cores) that must print the same; a run that
 # found a page allowing other than it asked for exits 1 and fails.  Then
-# "flip race" (FLIP_RACE_CYCLES cycles, default 50000) the same way, and
+# "flip race" (FLIP_RACE_CYCLES cycles, default 50000) the same way, then
+# "flip pair" (FLIP_PAIR_CYCLES calls per thread, default 20000; FLIP_THREADS
+# threads, a signal handler's calls between theirs) the same way, and
 # "flip redundant" in safe mode with the JSON report: records made
 # flipping (flip_begun) and given a protection again (flip_ended), and of
 # its 1040 mprotect calls the 1000 that change nothing skipped but the one
@@ -759,6 +762,23 @@ t_flip() {
 		if ! d=$(same "flip-race.safe$k" "$OUT/flip-race.ref" "$OUT/flip-race.safe$k" safe); then
 			run_failed "flip race: safe-mode run $k differs ($d)"
 			bad flip "flip race: safe-mode run $k of ${FLIP_REPEAT:-5} differs ($d)"
+			return
+		fi
+	done
+	# "flip pair": each thread's two pages in turn (the hint's other
+	# slot), a signal handler learning a third page's record in between;
+	# in every mode, then FLIP_REPEAT more safe-mode runs
+	local pc=${FLIP_PAIR_CYCLES:-20000}
+	if ! differential flip-pair "$BUILD/flip" pair "$pc" "$n"; then
+		bad flip "flip pair: $REASON"
+		return
+	fi
+	for k in $(seq 1 "${FLIP_REPEAT:-5}"); do
+		past_deadline && break
+		run "$OUT/flip-pair.safe$k" safe "$BUILD/flip" pair "$pc" "$n"
+		if ! d=$(same "flip-pair.safe$k" "$OUT/flip-pair.ref" "$OUT/flip-pair.safe$k" safe); then
+			run_failed "flip pair: safe-mode run $k differs ($d)"
+			bad flip "flip pair: safe-mode run $k of ${FLIP_REPEAT:-5} differs ($d)"
 			return
 		fi
 	done
