@@ -16,6 +16,11 @@
  *             a row, so neither ever becomes flipping (README, "Flipping
  *             records"): the forward path's course that records each change
  *   skip2     no-op mprotect RW of one of forward2's pages, the two in turn
+ *   change    forward's page, a change (RW <-> R) and then a no-op (what
+ *             it has asked again) in turn: the skips keep the page from
+ *             becoming flipping, so every change takes the forward course
+ *             that records it; ns (and instructions) per call are the mean
+ *             of a change and a skip
  *   toggle    one page in the middle of a 256 KiB RW mapping toggled
  *             RW <-> R (the kernel splits and merges the VMA each time)
  *   wx        a 64 KiB code area flipped RW -> (one byte written) -> RX, as
@@ -121,6 +126,11 @@ static inline unsigned long one(int w, unsigned long i)
 		check(mprotect(area + ((i & 1) ? 3 : 1) * pg, pg, PROT_READ | PROT_WRITE) == 0,
 		      "mprotect");
 		return 1;
+	case 16: {
+		char *p = area + pg;
+		check(mprotect(p, pg, (i & 2) ? PROT_READ | PROT_WRITE : PROT_READ) == 0, "mprotect");
+		return 1;
+	}
 	case 13: /* advice mmfold tracks, each call a change: its general course */
 		check(madvise(area, pg, (i & 1) ? MADV_DOFORK : MADV_DONTFORK) == 0, "madvise");
 		return 1;
@@ -146,12 +156,12 @@ static __attribute__((noinline)) unsigned long loop(int w, unsigned long n)
 static const char *const names[] = {"skip",    "forward",   "toggle",  "wx",    "write",
 				    "read",    "open",      "sigaction", "sigmask", "pread",
 				    "maskpair", "skipsec",  "onfault", "advise",  "forward2",
-				    "skip2"};
+				    "skip2",   "change"};
 
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: instr skip|skip2|forward|forward2|toggle|wx|write|read|open|sigaction|sigmask|pread|maskpair|skipsec|onfault|advise [calls]\n");
+		fprintf(stderr, "usage: instr skip|skip2|forward|forward2|change|toggle|wx|write|read|open|sigaction|sigmask|pread|maskpair|skipsec|onfault|advise [calls]\n");
 		return 2;
 	}
 	int w = -1;
@@ -174,16 +184,18 @@ int main(int argc, char **argv)
 	}
 	pg = (size_t)sysconf(_SC_PAGESIZE);
 	int two = w == 14 || w == 15; /* forward2, skip2 */
-	size_t len = w == 1 ? 3 * pg : two ? 5 * pg : w == 2 ? 64 * pg : 64 * KIB;
-	area = mmap(NULL, len, w == 1 || two ? PROT_NONE : PROT_READ | PROT_WRITE,
+	int fw = w == 1 || w == 16; /* forward, change: one page */
+	size_t len = fw ? 3 * pg : two ? 5 * pg : w == 2 ? 64 * pg : 64 * KIB;
+	area = mmap(NULL, len, fw || two ? PROT_NONE : PROT_READ | PROT_WRITE,
 		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	check(area != MAP_FAILED, "mmap");
-	/* forward, forward2, skip2: pages 1 (and 3) RW between PROT_NONE guards */
-	for (int k = 1; k <= (two ? 3 : w == 1 ? 1 : 0); k += 2) {
+	/* forward, change, forward2, skip2: pages 1 (and 3) RW between
+	 * PROT_NONE guards */
+	for (int k = 1; k <= (two ? 3 : fw ? 1 : 0); k += 2) {
 		check(mprotect(area + k * pg, pg, PROT_READ | PROT_WRITE) == 0, "mprotect");
 		memset(area + k * pg, 1, pg);
 	}
-	if (w != 1 && !two)
+	if (!fw && !two)
 		memset(area, 1, len);
 	int rd = w == 5 || w == 9;
 	fd = open(rd ? "/dev/zero" : "/dev/null", rd ? O_RDONLY : O_WRONLY);
