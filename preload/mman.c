@@ -144,14 +144,34 @@ static inline __attribute__((always_inline)) int mprotect_after(void *addr, size
 	return mprotect_run(addr, len, prot, f, v, g);
 }
 
+/* Neither slot of the hint held the range: the record that holds it
+ * looked up in the map and learned (mmf_fast_find), the skip test asked
+ * again (the gate read again too), and its course; an answer
+ * MMF_FAST_OTHER then (a handler changed the hint meanwhile) takes the
+ * general path. */
+static __attribute__((noinline)) int mprotect_find(void *addr, size_t len, int prot)
+{
+	uint64_t v = 0;
+	uint32_t g = 0;
+	int f = MMF_FAST_GENERAL;
+	if (mmf_fast_find((uint64_t)addr, len)) {
+		f = mmf_fast_mprotect((uint64_t)addr, len, prot, &v, &g);
+		if (f == MMF_FAST_OTHER)
+			f = MMF_FAST_GENERAL;
+	}
+	return mprotect_after(addr, len, prot, f, v, g);
+}
+
 /* The current slot of the hint missed the range: the skip test asked of
- * the other one (the record found before; mmf_fast_mprotect_other), whose
- * answers are never MMF_FAST_OTHER. */
+ * the other one (the record found before; mmf_fast_mprotect_other), and
+ * its course; MMF_FAST_OTHER from it: mprotect_find. */
 static __attribute__((noinline)) int mprotect_other(void *addr, size_t len, int prot)
 {
 	uint64_t v = 0;
 	uint32_t g = 0;
 	int f = mmf_fast_mprotect_other((uint64_t)addr, len, prot, &v, &g);
+	if (f == MMF_FAST_OTHER)
+		return mprotect_find(addr, len, prot);
 	return mprotect_after(addr, len, prot, f, v, g);
 }
 

@@ -233,8 +233,10 @@ static inline int mmf_fast_copy(uint32_t g, struct mmf_slotref *out)
  * MMF_FAST_MAYBE: the hint holds the range and the call changes it: the
  * engine's mmf_run_change forwards it and, when it changes exactly the
  * hint's record (owned, unsealed, of known protection), updates that slot
- * in place; MMF_FAST_OTHER: the current slot does not hold the range
- * (mmf_fast_mprotect_other may); MMF_FAST_GENERAL: the general path. */
+ * in place; MMF_FAST_OTHER: the current slot does not hold the range, or
+ * its record moved (mmf_fast_mprotect_other may hold it); from that test,
+ * neither slot does (the map may: mmf_fast_find); MMF_FAST_GENERAL: the
+ * general path. */
 enum { MMF_FAST_GENERAL, MMF_FAST_SKIPPED, MMF_FAST_OTHER, MMF_FAST_MAYBE };
 
 /* The protection in an attribute word. */
@@ -339,15 +341,17 @@ mmf_fast_mprotect_in(uint64_t a, uint64_t len, int prot, uint64_t *v_, uint32_t 
 	uint64_t hs = h->start, he = h->end;
 	/* hs <= a < he, a page aligned, 0 < len <= he - a */
 	if (a < hs || a >= he || (a & mmf_fast_pgmask) || len - 1 >= he - a)
-		return other || flights ? MMF_FAST_GENERAL : MMF_FAST_OTHER;
+		return flights ? MMF_FAST_GENERAL : MMF_FAST_OTHER;
 	uint32_t hseq = h->seq;
 	const uint64_t *attr = h->attr;
 	MMF_FAST_FENCE();
 	if (x->gen != gen) /* a handler learned meanwhile: what was read may be torn */
 		return MMF_FAST_GENERAL;
+	/* a slot taken before records moved: the map may hold the range
+	 * still, elsewhere */
 	uint32_t seq = __atomic_load_n(&map.seq, __ATOMIC_ACQUIRE);
 	if (seq != hseq)
-		return MMF_FAST_GENERAL;
+		return flights ? MMF_FAST_GENERAL : MMF_FAST_OTHER;
 	uint64_t v = __atomic_load_n(attr, __ATOMIC_RELAXED);
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	if (__atomic_load_n(&map.seq, __ATOMIC_RELAXED) != seq ||
@@ -393,6 +397,16 @@ mmf_fast_mprotect_other(uint64_t a, uint64_t len, int prot, uint64_t *v_, uint32
 {
 	return mmf_fast_mprotect_in(a, len, prot, v_, g, 0, 1, 1);
 }
+
+/* Neither slot of this thread's hint held [a, a + len) (the other slot's
+ * test answered MMF_FAST_OTHER): the record that holds it, looked up in
+ * the map without a lock (mmf_map_find, one try), learned as the hint,
+ * so that the skip test, asked again, answers from it and a change takes
+ * the forward path.  1 when learned; 0 when nothing was done (not page
+ * aligned, empty or past the address space, no record holds it all, a
+ * writer busy, this thread in a writer section or a learn, in a batch,
+ * or without counters yet): the general path. */
+int mmf_fast_find(uint64_t a, uint64_t len);
 
 /* mmf_fast_mprotect when the caller read the gate open just before. */
 static inline __attribute__((always_inline)) int

@@ -131,6 +131,36 @@ int mmf_fast_mprotect_flight(uint64_t a, uint64_t len, int prot, uint64_t *v_, u
 	return mmf_fast_mprotect_in(a, len, prot, v_, g, 1, 0, 0);
 }
 
+int mmf_fast_find(uint64_t a, uint64_t len)
+{
+	struct mmf_fast_tls *x = mmf_fast_self();
+	/* (the general path's rules for a learn: decide() learns outside a
+	 * writer section and a batch, whose calls are queued, not answered) */
+	if ((a & mmf_fast_pgmask) || len - 1 >= (1ull << 47) || x->w_in || x->learning ||
+	    !x->t || mmf_batch_depth)
+		return 0;
+	uint64_t e = (a + len + mmf_fast_pgmask) & ~mmf_fast_pgmask;
+	if (e <= a)
+		return 0;
+	/* mmf_fast_learn's steps, the record found written into the slot
+	 * that is not current (the learning flag set: a handler that runs
+	 * meanwhile neither learns nor reads it) */
+	x->learning = 1;
+	MMF_FAST_FENCE();
+	struct mmf_slotref *r = &x->r[(x->gen + 1) & 1];
+	int found = mmf_map_find(&map, a, e, r);
+	MMF_FAST_FENCE();
+	if (found) {
+		x->cur = r;
+		MMF_FAST_FENCE();
+		x->gen++;
+		MMF_FAST_FENCE();
+	}
+	x->learning = 0;
+	MMF_FAST_FENCE();
+	return found;
+}
+
 /* mmf_fast_forward's course when the call failed or the map's block could
  * not take the change: change_done, from an mmf_op. */
 static __attribute__((noinline)) long change_rest(uint64_t a, uint64_t len, int prot, int r,

@@ -12,8 +12,9 @@
 
 /* Reader-side search: first record with end > addr, all loads atomic and
  * every index clamped, because a writer may be moving things under us. */
-static int rfind(const struct mmf_map *m, uint64_t addr, const struct mmf_block **bo,
-		 uint32_t *bi, uint32_t *io)
+static inline __attribute__((always_inline)) int
+rfind(const struct mmf_map *m, uint64_t addr, const struct mmf_block **bo, uint32_t *bi,
+      uint32_t *io)
 {
 	struct mmf_block **top = m->top;
 	uint32_t nb = LD(m->nblocks);
@@ -181,6 +182,25 @@ int mmf_map_check_hint(const struct mmf_map *m, uint64_t start, uint64_t end,
 			break;
 	}
 	return MMF_BUSY;
+}
+
+/* One try, no wait: a writer busy or anything torn gives 0 at once (the
+ * caller takes the general path, which waits). */
+int mmf_map_find(const struct mmf_map *m, uint64_t start, uint64_t end, struct mmf_slotref *out)
+{
+	uint32_t seq = __atomic_load_n(&m->seq, __ATOMIC_ACQUIRE);
+	if ((seq & 1) || LD(m->full))
+		return 0;
+	const struct mmf_block *b;
+	uint32_t bi, i;
+	if (rfind(m, start, &b, &bi, &i) <= 0)
+		return 0;
+	uint64_t s = LD(b->s[i].start), e = LD(b->s[i].end);
+	if (s > start || e < end || !read_end(m, seq))
+		return 0;
+	*out = (struct mmf_slotref){
+		.start = s, .end = e, .attr = &b->s[i].attr, .b = b, .seq = seq, .i = i};
+	return 1;
 }
 
 int mmf_map_check(const struct mmf_map *m, uint64_t start, uint64_t end,

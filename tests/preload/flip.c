@@ -6,7 +6,7 @@
  *   flip race [CYCLES (20000)]
  *   flip redundant
  *   flip failing
- *   flip pair [CYCLES (20000)] [THREADS (8)]
+ *   flip pair [CYCLES (20000)] [THREADS (8)] [PAGES (2)]
  *
  * One mapping: THREADS * 8 pages, thread i owning pages 8i to 8i+7, then
  * 4 pages all threads change, each followed by a PROT_NONE page (so that
@@ -301,12 +301,14 @@ static int race(long cycles)
 	return race_wrong != 0;
 }
 
-/* pair: each thread works on two pages of its own in turn, A and B (each
- * between PROT_NONE pages: a record of its own), CYCLES calls: two in
- * three change the page (RW <-> R), one in three asks for what it has (a
- * no-op).  mmfold's hint keeps the record found last and the one found
- * before: each call finds the current one holding the other page and is
- * answered from the one before (skipped, or made current and forwarded).
+/* pair: each thread works on PAGES pages of its own in turn (2: A and B;
+ * each between PROT_NONE pages: a record of its own), CYCLES calls: two
+ * in three change the page (RW <-> R), one in three asks for what it has
+ * (a no-op).  mmfold's hint keeps the record found last and the one found
+ * before: with two pages each call finds the current one holding the
+ * other page and is answered from the one before (skipped, or made
+ * current and forwarded); with three, neither holds it, and the record is
+ * looked up in the map and learned before it is answered.
  * Meanwhile another thread sends the workers SIGUSR1, whose handler
  * toggles the worker's third page H and asks for the same again: each of
  * its calls learns H's record, from inside the worker's calls and
@@ -315,7 +317,7 @@ static int race(long cycles)
  * probe's jump buffer is the thread's): a page that allows other than
  * the last call on it asked counts as in flip's runs.  The output (calls,
  * probes, whether handlers ran) is the same with and without mmfold. */
-#define PAIR_PAGES 6 /* none, A, none, B, none, H */
+#define PAIR_MAX 4 /* pages a worker works on, at most */
 struct pw {
 	struct th th;        /* the counts and check()'s output */
 	volatile int hprot;  /* what the handler asked last for H */
@@ -324,10 +326,12 @@ struct pw {
 static __thread struct pw *pair_self;
 static volatile int pair_done, pair_finished;
 static long pair_cycles;
+static int pair_np; /* PAGES: each worker's stride is none, P0, ..., none, H */
 
+/* page k of worker x (k == pair_np: H) */
 static char *pair_page(const struct pw *x, int k)
 {
-	return base + ((size_t)x->th.id * PAIR_PAGES + (size_t)(1 + 2 * k)) * PG;
+	return base + ((size_t)x->th.id * (size_t)(2 * pair_np + 2) + (size_t)(1 + 2 * k)) * PG;
 }
 
 static void pair_handler(int sig)
@@ -338,7 +342,7 @@ static void pair_handler(int sig)
 		return;
 	int e = errno;
 	int prot = x->hprot == PROT_READ ? PROT_READ | PROT_WRITE : PROT_READ;
-	char *h = pair_page(x, 2);
+	char *h = pair_page(x, pair_np);
 	if (mprotect(h, PG, prot) != 0 || mprotect(h, PG, prot) != 0)
 		x->hwrong++;
 	x->hprot = prot;
@@ -354,9 +358,9 @@ static void *pair_run(void *arg)
 	sigset_t usr1;
 	sigemptyset(&usr1);
 	sigaddset(&usr1, SIGUSR1);
-	char want[2] = {'w', 'w'};
+	char want[PAIR_MAX] = {'w', 'w', 'w', 'w'};
 	for (long c = 0; c < pair_cycles; c++) {
-		int k = (int)(c & 1);
+		int k = (int)(c % pair_np);
 		char *p = pair_page(w, k);
 		int rw = want[k] == 'w';
 		if (rnd(&x->rng, 3) != 0)
@@ -365,8 +369,8 @@ static void *pair_run(void *arg)
 		call(x, p, PG, prot);
 		want[k] = allows(prot);
 		pthread_sigmask(SIG_BLOCK, &usr1, NULL);
-		check(x, p, want[k], k ? "B" : "A");
-		check(x, pair_page(w, 2), allows(w->hprot), "H");
+		check(x, p, want[k], (const char *[]){"A", "B", "C", "D"}[k]);
+		check(x, pair_page(w, pair_np), allows(w->hprot), "H");
 		pthread_sigmask(SIG_UNBLOCK, &usr1, NULL);
 	}
 	/* alive until the sender has stopped: it signals no thread that ended */
@@ -394,12 +398,13 @@ static void *pair_send(void *arg)
 	return NULL;
 }
 
-static int pair(long cycles, int n)
+static int pair(long cycles, int n, int np)
 {
-	if (cycles < 1 || n < 1 || n > 64)
+	if (cycles < 1 || n < 1 || n > 64 || np < 1 || np > PAIR_MAX)
 		return 2;
 	pair_cycles = cycles;
-	size_t len = ((size_t)n * PAIR_PAGES + 1) * PG;
+	pair_np = np;
+	size_t len = ((size_t)n * (size_t)(2 * np + 2) + 1) * PG;
 	base = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (base == MAP_FAILED)
 		return 2;
@@ -408,7 +413,7 @@ static int pair(long cycles, int n)
 		w[i].th.id = i;
 		w[i].th.rng = 77 + (uint64_t)i;
 		w[i].hprot = PROT_READ | PROT_WRITE;
-		for (int k = 0; k < 3; k++)
+		for (int k = 0; k <= np; k++)
 			if (mprotect(pair_page(&w[i], k), PG, PROT_READ | PROT_WRITE) != 0)
 				return 2;
 	}
@@ -450,7 +455,8 @@ int main(int argc, char **argv)
 		return failing();
 	if (argc > 1 && strcmp(argv[1], "pair") == 0) {
 		watchdog(120);
-		return pair(argc > 2 ? atol(argv[2]) : 20000, argc > 3 ? atoi(argv[3]) : 8);
+		return pair(argc > 2 ? atol(argv[2]) : 20000, argc > 3 ? atoi(argv[3]) : 8,
+			    argc > 4 ? atoi(argv[4]) : 2);
 	}
 	if (argc > 1 && strcmp(argv[1], "race") == 0) {
 		watchdog(120);

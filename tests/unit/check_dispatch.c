@@ -201,6 +201,12 @@ static long wrapped(char *p, int prot)
 	int f = mmf_fast_mprotect(a, len, prot, &v, &g);
 	if (f == MMF_FAST_OTHER)
 		f = mmf_fast_mprotect_other(a, len, prot, &v, &g);
+	if (f == MMF_FAST_OTHER) { /* neither slot: the map asked (mprotect_find) */
+		f = MMF_FAST_GENERAL;
+		if (mmf_fast_find(a, len) &&
+		    (f = mmf_fast_mprotect(a, len, prot, &v, &g)) == MMF_FAST_OTHER)
+			f = MMF_FAST_GENERAL;
+	}
 	if (f == MMF_FAST_SKIPPED)
 		return 0;
 	long (*fwd)(const struct mmf_op *) = fk_fwd(MMF_K_MPROTECT);
@@ -396,13 +402,14 @@ START_TEST(hint_other)
 	/* the current slot holds b: a's call misses it, and the other holds a */
 	ck_assert_int_eq(mmf_fast_mprotect((uint64_t)pa, PGL, RW, &v, &g), MMF_FAST_OTHER);
 	ck_assert_int_eq(mmf_fast_mprotect((uint64_t)c + PGL, PGL, RW, &v, &g), MMF_FAST_OTHER);
-	ck_assert_int_eq(mmf_fast_mprotect_other((uint64_t)pb, PGL, RW, &v, &g), MMF_FAST_GENERAL);
+	/* what the other slot does not hold: MMF_FAST_OTHER (the map asked) */
+	ck_assert_int_eq(mmf_fast_mprotect_other((uint64_t)pb, PGL, RW, &v, &g), MMF_FAST_OTHER);
 	ck_assert_int_eq(mmf_fast_mprotect_other((uint64_t)c + PGL, PGL, RW, &v, &g),
-			 MMF_FAST_GENERAL); /* in neither */
+			 MMF_FAST_OTHER); /* in neither */
 	ck_assert_int_eq(mmf_fast_mprotect_other((uint64_t)pa, 2 * PGL, RW, &v, &g),
-			 MMF_FAST_GENERAL); /* past a's record */
+			 MMF_FAST_OTHER); /* past a's record */
 	ck_assert_int_eq(mmf_fast_mprotect_other((uint64_t)pa + 1, PGL, RW, &v, &g),
-			 MMF_FAST_GENERAL); /* not page aligned */
+			 MMF_FAST_OTHER); /* not page aligned */
 	in_write = 1;
 	ck_assert_int_eq(mmf_fast_mprotect_other((uint64_t)pa, PGL, RW, &v, &g), MMF_FAST_GENERAL);
 	in_write = 0;
@@ -459,16 +466,124 @@ START_TEST(hint_other)
 	ck_assert(x->cur->start <= (uint64_t)c + PGL && (uint64_t)c + PGL < x->cur->end);
 	ck_assert_int_eq(mmf_fast_mprotect((uint64_t)pa, PGL, RW, &v, &g), MMF_FAST_OTHER);
 	ck_assert_int_eq(mmf_fast_mprotect_other((uint64_t)pa, PGL, RW, &v, &g), MMF_FAST_SKIPPED);
-	ck_assert_int_eq(mmf_fast_mprotect_other((uint64_t)pb, PGL, RW, &v, &g), MMF_FAST_GENERAL);
+	ck_assert_int_eq(mmf_fast_mprotect_other((uint64_t)pb, PGL, RW, &v, &g), MMF_FAST_OTHER);
 	/* emptied, both slots: nothing answered from either */
 	mmf_fast_forget();
 	ck_assert_int_eq(mmf_fast_mprotect((uint64_t)c + PGL, PGL, PROT_NONE, &v, &g),
 			 MMF_FAST_OTHER);
-	ck_assert_int_eq(mmf_fast_mprotect_other((uint64_t)pa, PGL, RW, &v, &g), MMF_FAST_GENERAL);
+	ck_assert_int_eq(mmf_fast_mprotect_other((uint64_t)pa, PGL, RW, &v, &g), MMF_FAST_OTHER);
 	/* a record that moved since its hint was taken: not trusted */
 	ck_assert_int_eq(wrapped(pa, RW), 0); /* learned again */
 	ck_assert_int_eq(wrapped(c + PGL, PROT_READ), 0); /* splits c's record */
-	ck_assert_int_eq(mmf_fast_mprotect_other((uint64_t)pa, PGL, RW, &v, &g), MMF_FAST_GENERAL);
+	ck_assert_int_eq(mmf_fast_mprotect_other((uint64_t)pa, PGL, RW, &v, &g), MMF_FAST_OTHER);
+	ck_assert_int_eq(mmf_map_validate(&map), 0);
+}
+END_TEST
+
+/* The map asked when neither slot of the hint holds the call's range, or
+ * their records moved (mmf_fast_find): the record that holds it all is
+ * looked up without a lock and learned (the slot that is not current
+ * written, gen moved by one), and the skip test answers from it.  Nothing
+ * is learned for a range no one record holds (across records, a hole), an
+ * unaligned or empty one, while a writer is busy, inside a writer
+ * section, during a learn, or in a batch.  Three records changed and
+ * repeated in turn through the wrapper's course: each call finds its
+ * record in the map, the changes are forwarded, the no-ops skipped, and
+ * the map follows the kernel. */
+START_TEST(hint_find)
+{
+	fk_start("safe", NULL);
+	struct mmf_fast_tls *x = &mmf_fast_tls;
+	char *a = fk_map(3, PROT_NONE), *b = fk_map(3, PROT_NONE), *c = fk_map(3, PROT_NONE);
+	char *pa = a + PGL, *pb = b + PGL, *pc = c + PGL;
+	ck_assert_int_eq(wrapped(pa, RW), 0);
+	/* b's first call finds b's mapping one record, splits pb off it and
+	 * learns pb's record; so for c */
+	ck_assert_int_eq(wrapped(pb, RW), 0);
+	ck_assert_uint_eq(x->cur->start, (uint64_t)pb);
+	ck_assert_int_eq(wrapped(pc, RW), 0);
+	ck_assert_uint_eq(x->cur->start, (uint64_t)pc);
+	/* a no-op on pb: the other slot holds c's record before the split
+	 * (moved since): pb's record found and learned; then pc's skipped
+	 * from the other slot */
+	ck_assert_int_eq(wrapped(pb, RW), 0);
+	ck_assert_int_eq(wrapped(pc, RW), 0);
+	ck_assert_uint_eq(x->cur->start, (uint64_t)pb);
+	ck_assert_uint_eq(x->r[(x->gen + 1) & 1].start, (uint64_t)pc);
+	uint64_t v;
+	uint32_t g, gen = x->gen;
+	ck_assert_int_eq(mmf_fast_mprotect((uint64_t)pa, PGL, RW, &v, &g), MMF_FAST_OTHER);
+	ck_assert_int_eq(mmf_fast_mprotect_other((uint64_t)pa, PGL, RW, &v, &g), MMF_FAST_OTHER);
+	/* refused: nothing learned */
+	ck_assert_int_eq(mmf_fast_find((uint64_t)pa + 1, PGL), 0);
+	ck_assert_int_eq(mmf_fast_find((uint64_t)pa, 0), 0);
+	ck_assert_int_eq(mmf_fast_find((uint64_t)pa, 2 * PGL), 0); /* into the guard's record */
+	ck_assert_int_eq(mmf_fast_find((uint64_t)a, 3 * PGL), 0);
+	ck_assert_int_eq(mmf_fast_find(UINT64_MAX & ~(uint64_t)(PGL - 1), PGL), 0); /* a hole */
+	ck_assert_int_eq(mmf_fast_find((uint64_t)pa, UINT64_MAX), 0);
+	in_write = 1;
+	ck_assert_int_eq(mmf_fast_find((uint64_t)pa, PGL), 0);
+	in_write = 0;
+	x->learning = 1;
+	ck_assert_int_eq(mmf_fast_find((uint64_t)pa, PGL), 0);
+	x->learning = 0;
+	mmf_batch_depth = 1;
+	ck_assert_int_eq(mmf_fast_find((uint64_t)pa, PGL), 0);
+	mmf_batch_depth = 0;
+	__atomic_add_fetch(&map.seq, 1, __ATOMIC_RELAXED); /* a writer busy */
+	ck_assert_int_eq(mmf_fast_find((uint64_t)pa, PGL), 0);
+	__atomic_sub_fetch(&map.seq, 1, __ATOMIC_RELAXED);
+	ck_assert_uint_eq(x->gen, gen);
+	ck_assert_int_eq(x->learning, 0);
+	ck_assert_uint_eq(x->cur->start, (uint64_t)pb);
+	/* found and learned: the current slot, the one before kept */
+	const struct mmf_slotref *before = x->cur;
+	ck_assert_int_eq(mmf_fast_find((uint64_t)pa, PGL), 1);
+	ck_assert_uint_eq(x->gen, gen + 1);
+	ck_assert_int_eq(x->learning, 0);
+	ck_assert_ptr_eq(x->cur, &x->r[x->gen & 1]);
+	ck_assert_ptr_ne(x->cur, before);
+	ck_assert_uint_eq(x->cur->start, (uint64_t)pa);
+	ck_assert_uint_eq(x->cur->end, (uint64_t)pa + PGL);
+	ck_assert_uint_eq(x->cur->seq, __atomic_load_n(&map.seq, __ATOMIC_RELAXED));
+	ck_assert_uint_eq(before->start, (uint64_t)pb);
+	uint64_t skipped = fk_stat(MMF_K_MPROTECT, MMF_S_SKIPPED);
+	ck_assert_int_eq(mmf_fast_mprotect((uint64_t)pa, PGL, RW, &v, &g), MMF_FAST_SKIPPED);
+	ck_assert_uint_eq(fk_stat(MMF_K_MPROTECT, MMF_S_SKIPPED), skipped + 1);
+	ck_assert_int_eq(mmf_fast_mprotect((uint64_t)pa, PGL, PROT_READ, &v, &g), MMF_FAST_MAYBE);
+	ck_assert_int_eq(mmf_fast_mprotect_other((uint64_t)pb, PGL, RW, &v, &g), MMF_FAST_SKIPPED);
+	ck_assert_int_eq(mmf_fast_mprotect_other((uint64_t)pc, PGL, RW, &v, &g), MMF_FAST_OTHER);
+	/* a record that holds part of a range alone is not found: a's
+	 * record is its middle page; a range from its start into the next
+	 * record is not found, one inside it is */
+	ck_assert_int_eq(mmf_fast_find((uint64_t)pa, PGL + 1), 0);
+	ck_assert_int_eq(mmf_fast_find((uint64_t)pa, PGL - 1), 1);
+	/* three records in turn through the wrapper's course: a change or a
+	 * no-op each, every call finding its record in the map */
+	char *p3[3] = {pb, pc, pa}; /* the slots hold a's record twice */
+	int want[3] = {RW, RW, RW};
+	uint64_t fwd = fk_stat(MMF_K_MPROTECT, MMF_S_FORWARDED), next = fk_count(FK_MPROTECT, FK_NEXT);
+	uint64_t skips = fk_stat(MMF_K_MPROTECT, MMF_S_SKIPPED), changes = 0, noops = 0;
+	for (int k = 0; k < 24; k++) {
+		int i = k % 3, prot = (k / 3) % 3 == 2 ? want[i] : want[i] == RW ? PROT_READ : RW;
+		gen = x->gen;
+		ck_assert_int_eq(mmf_fast_mprotect((uint64_t)p3[i], PGL, prot, &v, &g), MMF_FAST_OTHER);
+		ck_assert_int_eq(mmf_fast_mprotect_other((uint64_t)p3[i], PGL, prot, &v, &g),
+				 MMF_FAST_OTHER);
+		ck_assert_int_eq(wrapped(p3[i], prot), 0);
+		ck_assert_uint_eq(x->cur->start, (uint64_t)p3[i]); /* learned */
+		if (prot == want[i])
+			noops++;
+		else
+			changes++;
+		want[i] = prot;
+		for (int j = 0; j < 3; j++)
+			ck_assert_int_eq(prot_at(p3[j]), want[j]);
+	}
+	ck_assert_uint_eq(changes, 18);
+	ck_assert_uint_eq(fk_stat(MMF_K_MPROTECT, MMF_S_FORWARDED), fwd + changes);
+	ck_assert_uint_eq(fk_count(FK_MPROTECT, FK_NEXT), next + changes);
+	ck_assert_uint_eq(fk_stat(MMF_K_MPROTECT, MMF_S_SKIPPED), skips + noops);
 	ck_assert_int_eq(mmf_map_validate(&map), 0);
 }
 END_TEST
@@ -626,6 +741,7 @@ Suite *dispatch_suite(void)
 	tcase_add_test(f, flipping);
 	tcase_add_test(f, hot_flip);
 	tcase_add_test(f, hint_other);
+	tcase_add_test(f, hint_find);
 	tcase_add_test(f, mmap_enomem);
 	tcase_add_test(f, mlock_eagain);
 	tcase_add_test(f, mlock2_onfault_repeated);

@@ -21,6 +21,13 @@
  *             becoming flipping, so every change takes the forward course
  *             that records it; ns (and instructions) per call are the mean
  *             of a change and a skip
+ *   spread    64 pages, each its own mapping between PROT_NONE guards,
+ *             changed in turn (page i % 64, RW -> R one round, back the
+ *             next): every call forwarded, on a record neither slot of
+ *             the thread's hint holds (a collector protecting its cards
+ *             one by one): the general course
+ *   skipspread no-op mprotect RW of spread's pages, in turn: every call
+ *             skipped, on a record neither slot of the hint holds
  *   toggle    one page in the middle of a 256 KiB RW mapping toggled
  *             RW <-> R (the kernel splits and merges the VMA each time)
  *   wx        a 64 KiB code area flipped RW -> (one byte written) -> RX, as
@@ -131,6 +138,16 @@ static inline unsigned long one(int w, unsigned long i)
 		check(mprotect(p, pg, (i & 2) ? PROT_READ | PROT_WRITE : PROT_READ) == 0, "mprotect");
 		return 1;
 	}
+	case 17: {
+		char *p = area + (2 * (i % 64) + 1) * pg;
+		check(mprotect(p, pg, ((i / 64) & 1) ? PROT_READ | PROT_WRITE : PROT_READ) == 0,
+		      "mprotect");
+		return 1;
+	}
+	case 18:
+		check(mprotect(area + (2 * (i % 64) + 1) * pg, pg, PROT_READ | PROT_WRITE) == 0,
+		      "mprotect");
+		return 1;
 	case 13: /* advice mmfold tracks, each call a change: its general course */
 		check(madvise(area, pg, (i & 1) ? MADV_DOFORK : MADV_DONTFORK) == 0, "madvise");
 		return 1;
@@ -156,12 +173,12 @@ static __attribute__((noinline)) unsigned long loop(int w, unsigned long n)
 static const char *const names[] = {"skip",    "forward",   "toggle",  "wx",    "write",
 				    "read",    "open",      "sigaction", "sigmask", "pread",
 				    "maskpair", "skipsec",  "onfault", "advise",  "forward2",
-				    "skip2",   "change"};
+				    "skip2",   "change",    "spread",  "skipspread"};
 
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: instr skip|skip2|forward|forward2|change|toggle|wx|write|read|open|sigaction|sigmask|pread|maskpair|skipsec|onfault|advise [calls]\n");
+		fprintf(stderr, "usage: instr skip|skip2|forward|forward2|change|spread|skipspread|toggle|wx|write|read|open|sigaction|sigmask|pread|maskpair|skipsec|onfault|advise [calls]\n");
 		return 2;
 	}
 	int w = -1;
@@ -184,18 +201,19 @@ int main(int argc, char **argv)
 	}
 	pg = (size_t)sysconf(_SC_PAGESIZE);
 	int two = w == 14 || w == 15; /* forward2, skip2 */
+	int many = w == 17 || w == 18; /* spread, skipspread: 64 pages */
 	int fw = w == 1 || w == 16; /* forward, change: one page */
-	size_t len = fw ? 3 * pg : two ? 5 * pg : w == 2 ? 64 * pg : 64 * KIB;
-	area = mmap(NULL, len, fw || two ? PROT_NONE : PROT_READ | PROT_WRITE,
+	size_t len = fw ? 3 * pg : two ? 5 * pg : many ? 129 * pg : w == 2 ? 64 * pg : 64 * KIB;
+	area = mmap(NULL, len, fw || two || many ? PROT_NONE : PROT_READ | PROT_WRITE,
 		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	check(area != MAP_FAILED, "mmap");
 	/* forward, change, forward2, skip2: pages 1 (and 3) RW between
 	 * PROT_NONE guards */
-	for (int k = 1; k <= (two ? 3 : fw ? 1 : 0); k += 2) {
+	for (int k = 1; k <= (many ? 127 : two ? 3 : fw ? 1 : 0); k += 2) {
 		check(mprotect(area + k * pg, pg, PROT_READ | PROT_WRITE) == 0, "mprotect");
 		memset(area + k * pg, 1, pg);
 	}
-	if (!fw && !two)
+	if (!fw && !two && !many)
 		memset(area, 1, len);
 	int rd = w == 5 || w == 9;
 	fd = open(rd ? "/dev/zero" : "/dev/null", rd ? O_RDONLY : O_WRONLY);
@@ -206,7 +224,9 @@ int main(int argc, char **argv)
 	sigaddset(&set2, SIGUSR2);
 
 	/* warm-up: lazy binding, mmfold's thread block, the first timed calls */
-	for (unsigned long i = 0; i < 200; i++)
+	/* (spread: two whole rounds, so that the loop's first round changes
+	 * every page) */
+	for (unsigned long i = 0; i < (many ? 128ul : 200ul); i++)
 		one(w, i);
 	double t0 = now_ns();
 	unsigned long calls = loop(w, n);
