@@ -6,7 +6,7 @@
  *   flip race [CYCLES (20000)]
  *   flip redundant
  *   flip failing
- *   flip pair [CYCLES (20000)] [THREADS (8)] [PAGES (2)]
+ *   flip pair [CYCLES (20000)] [THREADS (8)] [PAGES (2)] [shift]
  *
  * One mapping: THREADS * 8 pages, thread i owning pages 8i to 8i+7, then
  * 4 pages all threads change, each followed by a PROT_NONE page (so that
@@ -308,9 +308,15 @@ static int race(long cycles)
  * before: with two pages each call finds the current one holding the
  * other page and is answered from the one before (skipped, or made
  * current and forwarded); with three, neither holds it, and the record is
- * looked up in the map and learned before it is answered.
+ * looked up in the map and learned before it is answered.  With
+ * "shift", one more thread splits a page off a mapping placed below the
+ * workers' pages and merges it back, again and again, until the workers
+ * are done: each time the workers' records move by two slots in the
+ * map's block, under the workers' lookups (a lookup that trusted a slot
+ * without the map's sequence around its read would answer from another
+ * record's word).
  * Meanwhile another thread sends the workers SIGUSR1, whose handler
- * toggles the worker's third page H and asks for the same again: each of
+ * toggles the worker's last page H and asks for the same again: each of
  * its calls learns H's record, from inside the worker's calls and
  * between them (the hint's slots written under the worker's reads).
  * After each call the worker probes A or B and H, SIGUSR1 blocked (the
@@ -327,11 +333,29 @@ static __thread struct pw *pair_self;
 static volatile int pair_done, pair_finished;
 static long pair_cycles;
 static int pair_np; /* PAGES: each worker's stride is none, P0, ..., none, H */
+/* shift: the shifter's mapping, SHIFT_PAGES RW pages and a PROT_NONE
+ * one, at the start of base; the workers' pages follow */
+#define SHIFT_PAGES 16
+static size_t pair_skip;
 
 /* page k of worker x (k == pair_np: H) */
 static char *pair_page(const struct pw *x, int k)
 {
-	return base + ((size_t)x->th.id * (size_t)(2 * pair_np + 2) + (size_t)(1 + 2 * k)) * PG;
+	return base + pair_skip +
+	       ((size_t)x->th.id * (size_t)(2 * pair_np + 2) + (size_t)(1 + 2 * k)) * PG;
+}
+
+/* shift's thread: the middle page of its mapping to R and back to RW
+ * (split off, merged back) until the workers have made their calls; its
+ * count of calls varies from run to run and is not printed */
+static void *pair_shift(void *arg)
+{
+	int n = *(const int *)arg;
+	char *p = base + SHIFT_PAGES / 2 * PG;
+	while (__atomic_load_n(&pair_finished, __ATOMIC_SEQ_CST) < n)
+		if (mprotect(p, PG, PROT_READ) != 0 || mprotect(p, PG, PROT_READ | PROT_WRITE) != 0)
+			abort();
+	return NULL;
 }
 
 static void pair_handler(int sig)
@@ -398,15 +422,18 @@ static void *pair_send(void *arg)
 	return NULL;
 }
 
-static int pair(long cycles, int n, int np)
+static int pair(long cycles, int n, int np, int shift)
 {
 	if (cycles < 1 || n < 1 || n > 64 || np < 1 || np > PAIR_MAX)
 		return 2;
 	pair_cycles = cycles;
 	pair_np = np;
-	size_t len = ((size_t)n * (size_t)(2 * np + 2) + 1) * PG;
+	pair_skip = shift ? (SHIFT_PAGES + 1) * PG : 0;
+	size_t len = pair_skip + ((size_t)n * (size_t)(2 * np + 2) + 1) * PG;
 	base = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (base == MAP_FAILED)
+		return 2;
+	if (shift && mprotect(base, SHIFT_PAGES * PG, PROT_READ | PROT_WRITE) != 0)
 		return 2;
 	struct pw *w = calloc((size_t)n, sizeof *w);
 	for (int i = 0; i < n; i++) {
@@ -425,11 +452,15 @@ static int pair(long cycles, int n, int np)
 	for (int i = 0; i < n; i++)
 		pthread_create(&w[i].th.t, NULL, pair_run, &w[i]);
 	/* the sender: every worker in turn, until all have made their calls */
-	pthread_t sender;
+	pthread_t sender, shifter;
 	struct pair_send ps = {w, n};
 	pthread_create(&sender, NULL, pair_send, &ps);
+	if (shift)
+		pthread_create(&shifter, NULL, pair_shift, &n);
 	long wrong = 0, spurious = 0, hruns = 0;
 	pthread_join(sender, NULL);
+	if (shift)
+		pthread_join(shifter, NULL);
 	for (int i = 0; i < n; i++)
 		pthread_join(w[i].th.t, NULL);
 	for (int i = 0; i < n; i++) {
@@ -456,7 +487,7 @@ int main(int argc, char **argv)
 	if (argc > 1 && strcmp(argv[1], "pair") == 0) {
 		watchdog(120);
 		return pair(argc > 2 ? atol(argv[2]) : 20000, argc > 3 ? atoi(argv[3]) : 8,
-			    argc > 4 ? atoi(argv[4]) : 2);
+			    argc > 4 ? atoi(argv[4]) : 2, argc > 5 && !strcmp(argv[5], "shift"));
 	}
 	if (argc > 1 && strcmp(argv[1], "race") == 0) {
 		watchdog(120);

@@ -714,9 +714,10 @@ t_barrier_uffd() {
 # (default 8, four times the cores) that must print the same; a run that
 # found a page allowing other than it asked for exits 1 and fails.  Then
 # "flip race" (FLIP_RACE_CYCLES cycles, default 50000) the same way, then
-# "flip pair" with two pages per thread and with three (FLIP_PAIR_CYCLES
-# calls per thread, default 20000; FLIP_THREADS threads, a signal
-# handler's calls between theirs) the same way, and
+# "flip pair" with two pages per thread and with three, records moving
+# under them (FLIP_PAIR_CYCLES calls per thread, default 20000;
+# FLIP_THREADS threads, a signal handler's calls between theirs) the same
+# way, and
 # "flip redundant" in safe mode with the JSON report: records made
 # flipping (flip_begun) and given a protection again (flip_ended), and of
 # its 1040 mprotect calls the 1000 that change nothing skipped but the one
@@ -769,21 +770,24 @@ t_flip() {
 	# "flip pair": each thread's two pages in turn (the hint's other
 	# slot), a signal handler learning another page's record in between;
 	# then three pages in turn (neither slot holds the next: the record
-	# looked up in the map and learned); each in every mode, then
+	# looked up in the map and learned) while another thread moves the
+	# workers' records in the map ("shift"); each in every mode, then
 	# FLIP_REPEAT more safe-mode runs
 	local pc=${FLIP_PAIR_CYCLES:-20000} np t
-	for np in 2 3; do
-		t=flip-pair$np
-		if ! differential "$t" "$BUILD/flip" pair "$pc" "$n" "$np"; then
-			bad flip "flip pair, $np pages: $REASON"
+	for np in 2 "3 shift"; do
+		t=flip-pair${np%% *}
+		# shellcheck disable=SC2086 # np: the pages, and "shift"
+		if ! differential "$t" "$BUILD/flip" pair "$pc" "$n" $np; then
+			bad flip "flip pair $np: $REASON"
 			return
 		fi
 		for k in $(seq 1 "${FLIP_REPEAT:-5}"); do
 			past_deadline && break
-			run "$OUT/$t.safe$k" safe "$BUILD/flip" pair "$pc" "$n" "$np"
+			# shellcheck disable=SC2086
+			run "$OUT/$t.safe$k" safe "$BUILD/flip" pair "$pc" "$n" $np
 			if ! d=$(same "$t.safe$k" "$OUT/$t.ref" "$OUT/$t.safe$k" safe); then
-				run_failed "flip pair, $np pages: safe-mode run $k differs ($d)"
-				bad flip "flip pair, $np pages: safe-mode run $k of ${FLIP_REPEAT:-5} differs ($d)"
+				run_failed "flip pair $np: safe-mode run $k differs ($d)"
+				bad flip "flip pair $np: safe-mode run $k of ${FLIP_REPEAT:-5} differs ($d)"
 				return
 			fi
 		done
