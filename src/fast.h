@@ -390,8 +390,9 @@ mmf_fast_mprotect(uint64_t a, uint64_t len, int prot, uint64_t *v_, uint32_t *g)
  * current one answered MMF_FAST_OTHER (the gate was read open then, as
  * for the skip test after it, the wrapper's): for a thread that works on
  * two records in turn, each call finds the current slot holding the other
- * record.  MMF_FAST_SKIPPED, MMF_FAST_GENERAL, or MMF_FAST_MAYBE with the
- * slot made current (*g its generation then). */
+ * record.  MMF_FAST_SKIPPED, MMF_FAST_GENERAL, MMF_FAST_MAYBE with the
+ * slot made current (*g its generation then), or MMF_FAST_OTHER when it
+ * does not hold the range either, or its record moved (mmf_fast_find). */
 static inline __attribute__((always_inline)) int
 mmf_fast_mprotect_other(uint64_t a, uint64_t len, int prot, uint64_t *v_, uint32_t *g)
 {
