@@ -404,9 +404,10 @@ mmf_fast_mprotect_other(uint64_t a, uint64_t len, int prot, uint64_t *v_, uint32
  * the map without a lock (mmf_map_find, one try), learned as the hint,
  * so that the skip test, asked again, answers from it and a change takes
  * the forward path.  1 when learned; 0 when nothing was done (not page
- * aligned, empty or past the address space, no record holds it all, a
- * writer busy, this thread in a writer section or a learn, in a batch,
- * or without counters yet): the general path. */
+ * aligned, empty or past the address space, no record holds it all, or
+ * one the fast paths do not answer for (observed, sealed, a W^X area in
+ * relax mode), a writer busy, this thread in a writer section or a
+ * learn, in a batch, or without counters yet): the general path. */
 int mmf_fast_find(uint64_t a, uint64_t len);
 
 /* mmf_fast_mprotect when the caller read the gate open just before. */

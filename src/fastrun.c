@@ -148,7 +148,11 @@ int mmf_fast_find(uint64_t a, uint64_t len)
 	x->learning = 1;
 	MMF_FAST_FENCE();
 	struct mmf_slotref *r = &x->r[(x->gen + 1) & 1];
-	int found = mmf_map_find(&map, a, e, r);
+	/* a record the fast paths may answer for (owned, unsealed; in relax
+	 * mode not a W^X area: mmf_fast_cmask without its protection bits),
+	 * else not learned: the general course takes the call at once */
+	int found = mmf_map_find(&map, a, e, mmf_fast_cmask & ~mmf_fast_prot_word(0xff),
+				 mmf_fast_cwant, r);
 	MMF_FAST_FENCE();
 	if (found) {
 		x->cur = r;

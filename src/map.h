@@ -215,9 +215,12 @@ int mmf_map_check_hint(const struct mmf_map *m, uint64_t start, uint64_t end,
 		       const struct mmf_want *w, struct mmf_hint *h);
 /* The record that holds all of [start,end) as a reader finds it (its
  * slot, at the map's sequence then: what mmf_map_check_hint gives as
- * h->r), in one try: 1 when found; 0 when no record holds it all (a hole,
- * a range across records), the map is full, or a writer was busy. */
-int mmf_map_find(const struct mmf_map *m, uint64_t start, uint64_t end, struct mmf_slotref *out);
+ * h->r), in one try, when its attribute word v then has (v & mask) ==
+ * want: 1 when found (*out written); 0 when no record holds it all (a
+ * hole, a range across records), its word is not wanted, the map is
+ * full, or a writer was busy (*out untouched). */
+int mmf_map_find(const struct mmf_map *m, uint64_t start, uint64_t end, uint64_t mask,
+		 uint64_t want, struct mmf_slotref *out);
 /* Writer lock held.  Applies u to the record h names when the map has not
  * changed shape since h was taken and the record stays distinct from its
  * neighbours: returns 1.  Otherwise changes nothing and returns 0 (the

@@ -186,7 +186,8 @@ int mmf_map_check_hint(const struct mmf_map *m, uint64_t start, uint64_t end,
 
 /* One try, no wait: a writer busy or anything torn gives 0 at once (the
  * caller takes the general path, which waits). */
-int mmf_map_find(const struct mmf_map *m, uint64_t start, uint64_t end, struct mmf_slotref *out)
+int mmf_map_find(const struct mmf_map *m, uint64_t start, uint64_t end, uint64_t mask,
+		 uint64_t want, struct mmf_slotref *out)
 {
 	uint32_t seq = __atomic_load_n(&m->seq, __ATOMIC_ACQUIRE);
 	if ((seq & 1) || LD(m->full))
@@ -195,8 +196,8 @@ int mmf_map_find(const struct mmf_map *m, uint64_t start, uint64_t end, struct m
 	uint32_t bi, i;
 	if (rfind(m, start, &b, &bi, &i) <= 0)
 		return 0;
-	uint64_t s = LD(b->s[i].start), e = LD(b->s[i].end);
-	if (s > start || e < end || !read_end(m, seq))
+	uint64_t s = LD(b->s[i].start), e = LD(b->s[i].end), w = LD(b->s[i].attr);
+	if (s > start || e < end || (w & mask) != want || !read_end(m, seq))
 		return 0;
 	*out = (struct mmf_slotref){
 		.start = s, .end = e, .attr = &b->s[i].attr, .b = b, .seq = seq, .i = i};

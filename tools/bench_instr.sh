@@ -140,7 +140,7 @@ limit_of() { # workload -> "added" limit, or "total:N" for the skip
 	# when set, the mean of a change and a skip)
 	change) echo 175 ;;
 	# calls on a record neither slot of the hint holds, looked up in the
-	# map (+522.1 and +320.3 when set; +1035.7 and +615.3 through the
+	# map (+533.1 and +331.3 when set; +1035.7 and +615.3 through the
 	# general course)
 	spread) echo 600 ;;
 	skipspread) echo 380 ;;

@@ -584,6 +584,21 @@ START_TEST(hint_find)
 	ck_assert_uint_eq(fk_stat(MMF_K_MPROTECT, MMF_S_FORWARDED), fwd + changes);
 	ck_assert_uint_eq(fk_count(FK_MPROTECT, FK_NEXT), next + changes);
 	ck_assert_uint_eq(fk_stat(MMF_K_MPROTECT, MMF_S_SKIPPED), skips + noops);
+	/* a record the fast paths do not answer for is not learned: a call
+	 * the kernel refused left d's page observed, its protection unknown */
+	char *d = fk_map(3, PROT_NONE), *pd = d + PGL;
+	ck_assert_int_eq(wrapped(pd, RW), 0);
+	fk_fail(FK_MPROTECT, FK_NEXT, (uint64_t)pd, (uint64_t)pd + PGL, ENOMEM, 1);
+	ck_assert_int_eq(wrapped(pd, PROT_READ), -ENOMEM);
+	struct mmf_rec rd;
+	ck_assert(mmf_map_lookup(&map, (uint64_t)pd, &rd));
+	ck_assert_int_eq(rd.a.owned, 0);
+	ck_assert_int_eq(wrapped(pa, RW), 0); /* the slots hold neither */
+	ck_assert_int_eq(wrapped(pb, RW), 0);
+	gen = x->gen;
+	ck_assert_int_eq(mmf_fast_find((uint64_t)pd, PGL), 0);
+	ck_assert_uint_eq(x->gen, gen);
+	ck_assert_uint_eq(x->cur->start, (uint64_t)pb);
 	ck_assert_int_eq(mmf_map_validate(&map), 0);
 }
 END_TEST
