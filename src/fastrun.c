@@ -152,7 +152,7 @@ int mmf_fast_find(uint64_t a, uint64_t len)
 	 * mode not a W^X area: mmf_fast_cmask without its protection bits),
 	 * else not learned: the general course takes the call at once */
 	int found = mmf_map_find(&map, a, e, mmf_fast_cmask & ~mmf_fast_prot_word(0xff),
-				 mmf_fast_cwant, r);
+				 mmf_fast_cwant, x->cur, r);
 	MMF_FAST_FENCE();
 	if (found) {
 		x->cur = r;

@@ -187,14 +187,28 @@ int mmf_map_check_hint(const struct mmf_map *m, uint64_t start, uint64_t end,
 /* One try, no wait: a writer busy or anything torn gives 0 at once (the
  * caller takes the general path, which waits). */
 int mmf_map_find(const struct mmf_map *m, uint64_t start, uint64_t end, uint64_t mask,
-		 uint64_t want, struct mmf_slotref *out)
+		 uint64_t want, const struct mmf_slotref *near, struct mmf_slotref *out)
 {
 	uint32_t seq = __atomic_load_n(&m->seq, __ATOMIC_ACQUIRE);
 	if ((seq & 1) || LD(m->full))
 		return 0;
-	const struct mmf_block *b;
-	uint32_t bi, i;
-	if (rfind(m, start, &b, &bi, &i) <= 0)
+	const struct mmf_block *b = NULL;
+	uint32_t bi, i = 0;
+	/* the two records after near's first (a heap walked in address
+	 * order), while the map is as near was taken (its slot is where it
+	 * was) and the range starts at or after near's end, before the
+	 * second's: the first of them that ends above start is what rfind
+	 * would find; the slots read are judged below like rfind's */
+	if (near && near->seq == seq && near->b && near->i < MMF_BLOCK_CAP - 2) {
+		const struct mmf_block *nb = near->b;
+		uint32_t k = near->i + 1;
+		if (k + 1 < LD(nb->n) && LD(nb->s[k - 1].end) <= start &&
+		    LD(nb->s[k + 1].end) > start) {
+			b = nb;
+			i = LD(nb->s[k].end) > start ? k : k + 1;
+		}
+	}
+	if (!b && rfind(m, start, &b, &bi, &i) <= 0)
 		return 0;
 	uint64_t s = LD(b->s[i].start), e = LD(b->s[i].end), w = LD(b->s[i].attr);
 	if (s > start || e < end || (w & mask) != want || !read_end(m, seq))

@@ -8,6 +8,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -603,6 +604,67 @@ START_TEST(hint_find)
 }
 END_TEST
 
+/* mmf_map_find with a record found before (near): the two records after
+ * it are looked at first; whatever near is, the answer is the search's.
+ * Every range around three records (each page of three 3-page mappings,
+ * one page and two, and a page past them), asked with each of the
+ * records around as near, with near's sequence current or not: found or
+ * not, and the record found, as without near. */
+START_TEST(find_near)
+{
+	fk_start("safe", NULL);
+	char *m[3];
+	for (int k = 0; k < 3; k++) {
+		m[k] = fk_map(3, PROT_NONE);
+		ck_assert_int_eq(fk_mprotect(m[k] + PGL, 1, RW), 0);
+	}
+	/* the records the ranges fall in, as nears */
+	struct mmf_slotref nears[9 * 2];
+	int nn = 0;
+	for (int k = 0; k < 3; k++)
+		for (int j = 0; j < 3; j++)
+			if (mmf_map_find(&map, (uint64_t)m[k] + j * PGL, (uint64_t)m[k] + (j + 1) * PGL,
+					 0, 0, NULL, &nears[nn]))
+				nn++;
+	ck_assert_int_ge(nn, 7);
+	for (int k = 0; k < nn; k++) { /* the same records at another sequence */
+		nears[nn + k] = nears[k];
+		nears[nn + k].seq += 2;
+	}
+	int asked = 0, found = 0;
+	for (int k = 0; k < 3; k++)
+		for (int j = 0; j < 4; j++)
+			for (int len = 1; len <= 2; len++) {
+				uint64_t s = (uint64_t)m[k] + j * PGL, e = s + len * PGL;
+				struct mmf_slotref want, got;
+				int w = mmf_map_find(&map, s, e, 0, 0, NULL, &want);
+				for (int q = 0; q < 2 * nn; q++) {
+					memset(&got, 0, sizeof got);
+					int f = mmf_map_find(&map, s, e, 0, 0, &nears[q], &got);
+					ck_assert_int_eq(f, w);
+					if (w) {
+						ck_assert_uint_eq(got.start, want.start);
+						ck_assert_uint_eq(got.end, want.end);
+						ck_assert_ptr_eq(got.attr, want.attr);
+						ck_assert_ptr_eq(got.b, want.b);
+						ck_assert_uint_eq(got.i, want.i);
+						ck_assert_uint_eq(got.seq, want.seq);
+					}
+					asked++;
+					found += f;
+				}
+			}
+	ck_assert_int_gt(found, 0);
+	ck_assert_int_gt(asked - found, 0);
+	/* the word's test: a mask that no record's word meets finds none */
+	struct mmf_slotref r;
+	ck_assert_int_eq(mmf_map_find(&map, (uint64_t)m[0] + PGL, (uint64_t)m[0] + 2 * PGL,
+				      ~0ull, 0, &nears[0], &r), 0);
+	ck_assert_int_eq(mmf_map_find(&map, (uint64_t)m[0] + PGL, (uint64_t)m[0] + 2 * PGL,
+				      ~0ull, 0, NULL, &r), 0);
+}
+END_TEST
+
 /* A sealed range: mseal made through mmfold (the fake pretends it
  * succeeded), then the kernel refuses mprotect, munmap and madvise there
  * with EPERM even when nothing would change.  Each gets EPERM, every time:
@@ -757,6 +819,7 @@ Suite *dispatch_suite(void)
 	tcase_add_test(f, hot_flip);
 	tcase_add_test(f, hint_other);
 	tcase_add_test(f, hint_find);
+	tcase_add_test(f, find_near);
 	tcase_add_test(f, mmap_enomem);
 	tcase_add_test(f, mlock_eagain);
 	tcase_add_test(f, mlock2_onfault_repeated);

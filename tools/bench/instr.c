@@ -26,6 +26,8 @@
  *             next): every call forwarded, on a record neither slot of
  *             the thread's hint holds (a collector protecting its cards
  *             one by one): the general course
+ *   spreadrand spread's calls in another order (page i * 37 % 64): no call
+ *             on a record just after the one before
  *   skipspread no-op mprotect RW of spread's pages, in turn: every call
  *             skipped, on a record neither slot of the hint holds
  *   toggle    one page in the middle of a 256 KiB RW mapping toggled
@@ -144,6 +146,12 @@ static inline unsigned long one(int w, unsigned long i)
 		      "mprotect");
 		return 1;
 	}
+	case 19: {
+		char *p = area + (2 * (i * 37 % 64) + 1) * pg;
+		check(mprotect(p, pg, ((i / 64) & 1) ? PROT_READ | PROT_WRITE : PROT_READ) == 0,
+		      "mprotect");
+		return 1;
+	}
 	case 18:
 		check(mprotect(area + (2 * (i % 64) + 1) * pg, pg, PROT_READ | PROT_WRITE) == 0,
 		      "mprotect");
@@ -173,12 +181,12 @@ static __attribute__((noinline)) unsigned long loop(int w, unsigned long n)
 static const char *const names[] = {"skip",    "forward",   "toggle",  "wx",    "write",
 				    "read",    "open",      "sigaction", "sigmask", "pread",
 				    "maskpair", "skipsec",  "onfault", "advise",  "forward2",
-				    "skip2",   "change",    "spread",  "skipspread"};
+				    "skip2",   "change",    "spread",  "skipspread", "spreadrand"};
 
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: instr skip|skip2|forward|forward2|change|spread|skipspread|toggle|wx|write|read|open|sigaction|sigmask|pread|maskpair|skipsec|onfault|advise [calls]\n");
+		fprintf(stderr, "usage: instr skip|skip2|forward|forward2|change|spread|spreadrand|skipspread|toggle|wx|write|read|open|sigaction|sigmask|pread|maskpair|skipsec|onfault|advise [calls]\n");
 		return 2;
 	}
 	int w = -1;
@@ -201,7 +209,7 @@ int main(int argc, char **argv)
 	}
 	pg = (size_t)sysconf(_SC_PAGESIZE);
 	int two = w == 14 || w == 15; /* forward2, skip2 */
-	int many = w == 17 || w == 18; /* spread, skipspread: 64 pages */
+	int many = w >= 17 && w <= 19; /* spread, skipspread, spreadrand: 64 pages */
 	int fw = w == 1 || w == 16; /* forward, change: one page */
 	size_t len = fw ? 3 * pg : two ? 5 * pg : many ? 129 * pg : w == 2 ? 64 * pg : 64 * KIB;
 	area = mmap(NULL, len, fw || two || many ? PROT_NONE : PROT_READ | PROT_WRITE,
