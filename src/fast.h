@@ -185,24 +185,45 @@ void mmf_fast_set(unsigned off, int mdwe, int wx_relax, size_t page, int lazy,
 
 #define MMF_FAST_FENCE() __atomic_signal_fence(__ATOMIC_SEQ_CST)
 
+/* A learn's first step: the learning flag set, and the slot that is not
+ * current returned, to be written (a handler that runs meanwhile neither
+ * learns nor reads it); NULL when a learn is under way (this runs in a
+ * handler that interrupted it): nothing done. */
+static inline struct mmf_slotref *mmf_fast_learn_begin(struct mmf_fast_tls *x)
+{
+	if (x->learning)
+		return NULL;
+	x->learning = 1;
+	MMF_FAST_FENCE();
+	return &x->r[(x->gen + 1) & 1];
+}
+
+/* Its last: when the slot r was written (ok), it becomes current and gen
+ * moves; the flag cleared. */
+static inline void mmf_fast_learn_end(struct mmf_fast_tls *x, struct mmf_slotref *r, int ok)
+{
+	MMF_FAST_FENCE();
+	if (ok) {
+		x->cur = r;
+		MMF_FAST_FENCE();
+		x->gen++;
+		MMF_FAST_FENCE();
+	}
+	x->learning = 0;
+	MMF_FAST_FENCE();
+}
+
 /* This thread's hint is what a reader or a writer found: the record
  * holding the call's range (map.h's mmf_slotref).  A learn that interrupts
  * another (from a signal handler) does nothing. */
 static inline void mmf_fast_learn(const struct mmf_slotref *mh)
 {
 	struct mmf_fast_tls *x = &mmf_fast_tls;
-	if (x->learning)
+	struct mmf_slotref *r = mmf_fast_learn_begin(x);
+	if (!r)
 		return;
-	x->learning = 1;
-	MMF_FAST_FENCE();
-	struct mmf_slotref *r = &x->r[(x->gen + 1) & 1];
 	*r = *mh;
-	MMF_FAST_FENCE();
-	x->cur = r;
-	MMF_FAST_FENCE();
-	x->gen++;
-	MMF_FAST_FENCE();
-	x->learning = 0;
+	mmf_fast_learn_end(x, r, 1);
 }
 
 /* Empties this thread's hint, both records (a store each;
@@ -282,17 +303,12 @@ static inline int mmf_fast_changes(const struct mmf_slotref *h, int prot, uint64
  * changes its record. */
 static inline int mmf_fast_take(struct mmf_fast_tls *x, uint32_t g)
 {
-	x->learning = 1; /* a handler's learn does nothing until it is 0 */
+	/* a learn that writes nothing: the slot is what the skip test read
+	 * (the caller found no learn under way) */
+	x->learning = 1;
 	MMF_FAST_FENCE();
 	int ok = x->gen == g;
-	if (ok) {
-		x->cur = &x->r[(g + 1) & 1];
-		MMF_FAST_FENCE();
-		x->gen = g + 1;
-		MMF_FAST_FENCE();
-	}
-	x->learning = 0;
-	MMF_FAST_FENCE();
+	mmf_fast_learn_end(x, &x->r[(g + 1) & 1], ok);
 	return ok;
 }
 

@@ -136,32 +136,21 @@ int mmf_fast_find(uint64_t a, uint64_t len)
 	struct mmf_fast_tls *x = mmf_fast_self();
 	/* (the general path's rules for a learn: decide() learns outside a
 	 * writer section and a batch, whose calls are queued, not answered) */
-	if ((a & mmf_fast_pgmask) || len - 1 >= (1ull << 47) || x->w_in || x->learning ||
-	    !x->t || mmf_batch_depth)
+	if ((a & mmf_fast_pgmask) || len - 1 >= (1ull << 47) || x->w_in || !x->t ||
+	    mmf_batch_depth)
 		return 0;
 	uint64_t e = (a + len + mmf_fast_pgmask) & ~mmf_fast_pgmask;
-	if (e <= a)
+	struct mmf_slotref *r;
+	if (e <= a || !(r = mmf_fast_learn_begin(x)))
 		return 0;
-	/* mmf_fast_learn's steps, the record found written into the slot
-	 * that is not current (the learning flag set: a handler that runs
-	 * meanwhile neither learns nor reads it) */
-	x->learning = 1;
-	MMF_FAST_FENCE();
-	struct mmf_slotref *r = &x->r[(x->gen + 1) & 1];
-	/* a record the fast paths may answer for (owned, unsealed; in relax
-	 * mode not a W^X area: mmf_fast_cmask without its protection bits),
-	 * else not learned: the general course takes the call at once */
+	/* a learn, the record found written into the slot straight from the
+	 * map: a record the fast paths may answer for (owned, unsealed; in
+	 * relax mode not a W^X area: mmf_fast_cmask without its protection
+	 * bits), else none learned: the general course takes the call at
+	 * once; the current slot the lookup's first guess */
 	int found = mmf_map_find(&map, a, e, mmf_fast_cmask & ~mmf_fast_prot_word(0xff),
 				 mmf_fast_cwant, x->cur, r);
-	MMF_FAST_FENCE();
-	if (found) {
-		x->cur = r;
-		MMF_FAST_FENCE();
-		x->gen++;
-		MMF_FAST_FENCE();
-	}
-	x->learning = 0;
-	MMF_FAST_FENCE();
+	mmf_fast_learn_end(x, r, found);
 	return found;
 }
 
