@@ -178,7 +178,7 @@ soak-bypass: $(LIB)
 SOAK_FLIP_SEEDS ?= 20
 soak-flip: $(LIB)
 	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/soak-flip FLIP_SEEDS=$(SOAK_FLIP_SEEDS) \
-	  FLIP_REPEAT=10 FLIP_THREADS=16 FLIP_ROUNDS=300 tests/preload/run.sh flip
+	  FLIP_REPEAT=10 FLIP_THREADS=16 FLIP_ROUNDS=300 FLIP_PAIR_CYCLES=20000 tests/preload/run.sh flip
 
 check-preload: $(LIB) $(BYPASS_LIB)
 	MMFOLD_LIB=$(abspath $(LIB)) BUILD=$(abspath $(BUILD))/tests tests/preload/run.sh

@@ -28,7 +28,7 @@
 #      (default 8), BYPASS_ROUNDS (default 20): the bypass test,
 #      FLIP_SEEDS (default 4), FLIP_REPEAT (default 5), FLIP_THREADS
 #      (default 8), FLIP_ROUNDS (default 150), FLIP_RACE_CYCLES (default
-#      50000), FLIP_PAIR_CYCLES (default 20000): the flip test (make
+#      50000), FLIP_PAIR_CYCLES (default 10000): the flip test (make
 #      soak-flip raises them),
 #      TEST_DEADLINE (seconds since the epoch; none by default): lazystress,
 #      bypass and flip start no seed after it (the first seed always runs) and
@@ -715,7 +715,7 @@ t_barrier_uffd() {
 # found a page allowing other than it asked for exits 1 and fails.  Then
 # "flip race" (FLIP_RACE_CYCLES cycles, default 50000) the same way, then
 # "flip pair" with two pages per thread and with three, records moving
-# under them (FLIP_PAIR_CYCLES calls per thread, default 20000;
+# under them (FLIP_PAIR_CYCLES calls per thread, default 10000;
 # FLIP_THREADS threads, a signal handler's calls between theirs) the same
 # way, and
 # "flip redundant" in safe mode with the JSON report: records made
@@ -773,7 +773,7 @@ t_flip() {
 	# looked up in the map and learned) while another thread moves the
 	# workers' records in the map ("shift"); each in every mode, then
 	# FLIP_REPEAT more safe-mode runs
-	local pc=${FLIP_PAIR_CYCLES:-20000} np t
+	local pc=${FLIP_PAIR_CYCLES:-10000} np t
 	for np in 2 "3 shift"; do
 		t=flip-pair${np%% *}
 		# shellcheck disable=SC2086 # np: the pages, and "shift"
