@@ -145,16 +145,17 @@ static inline __attribute__((always_inline)) int mprotect_after(void *addr, size
 }
 
 /* Neither slot of the hint held the range: the record that holds it
- * looked up in the map and learned (mmf_fast_find), the skip test asked
- * again (the gate read again too), and its course; an answer
- * MMF_FAST_OTHER then (a handler changed the hint meanwhile) takes the
- * general path. */
+ * looked up in the map and learned, the skip test's answer given from the
+ * word the lookup read (mmf_fast_find), and its course; MMF_FAST_OTHER
+ * from it (that word could not answer): the skip test asked (the gate
+ * read again too), whose MMF_FAST_OTHER then (a handler changed the hint
+ * meanwhile) takes the general path. */
 static __attribute__((noinline)) int mprotect_find(void *addr, size_t len, int prot)
 {
 	uint64_t v = 0;
 	uint32_t g = 0;
-	int f = MMF_FAST_GENERAL;
-	if (mmf_fast_find((uint64_t)addr, len)) {
+	int f = mmf_fast_find((uint64_t)addr, len, prot, &v, &g);
+	if (f == MMF_FAST_OTHER) {
 		f = mmf_fast_mprotect((uint64_t)addr, len, prot, &v, &g);
 		if (f == MMF_FAST_OTHER)
 			f = MMF_FAST_GENERAL;

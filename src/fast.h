@@ -418,13 +418,17 @@ mmf_fast_mprotect_other(uint64_t a, uint64_t len, int prot, uint64_t *v_, uint32
 /* Neither slot of this thread's hint held [a, a + len) (the other slot's
  * test answered MMF_FAST_OTHER): the record that holds it, looked up in
  * the map without a lock (mmf_map_find, one try), learned as the hint,
- * so that the skip test, asked again, answers from it and a change takes
- * the forward path.  1 when learned; 0 when nothing was done (not page
+ * and the skip test's answer for mprotect(a, len, prot) given from the
+ * word the lookup read: MMF_FAST_SKIPPED (counted) or MMF_FAST_MAYBE (*v
+ * the word, *g the learn's generation), as mmf_fast_mprotect would give
+ * them from the slot learned.  MMF_FAST_OTHER: learned, but that word
+ * cannot answer (the gate closed, a call bypassing the map, prot above
+ * 7): ask the skip test.  MMF_FAST_GENERAL: nothing was learned (not page
  * aligned, empty or past the address space, no record holds it all, or
  * one the fast paths do not answer for (observed, sealed, a W^X area in
  * relax mode), a writer busy, this thread in a writer section or a
  * learn, in a batch, or without counters yet): the general path. */
-int mmf_fast_find(uint64_t a, uint64_t len);
+int mmf_fast_find(uint64_t a, uint64_t len, int prot, uint64_t *v, uint32_t *g);
 
 /* mmf_fast_mprotect when the caller read the gate open just before. */
 static inline __attribute__((always_inline)) int

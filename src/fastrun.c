@@ -131,27 +131,53 @@ int mmf_fast_mprotect_flight(uint64_t a, uint64_t len, int prot, uint64_t *v_, u
 	return mmf_fast_mprotect_in(a, len, prot, v_, g, 1, 0, 0);
 }
 
-int mmf_fast_find(uint64_t a, uint64_t len)
+int mmf_fast_find(uint64_t a, uint64_t len, int prot, uint64_t *v_, uint32_t *g)
 {
 	struct mmf_fast_tls *x = mmf_fast_self();
 	/* (the general path's rules for a learn: decide() learns outside a
 	 * writer section and a batch, whose calls are queued, not answered) */
 	if ((a & mmf_fast_pgmask) || len - 1 >= (1ull << 47) || x->w_in || !x->t ||
 	    mmf_batch_depth)
-		return 0;
+		return MMF_FAST_GENERAL;
 	uint64_t e = (a + len + mmf_fast_pgmask) & ~mmf_fast_pgmask;
 	struct mmf_slotref *r;
 	if (e <= a || !(r = mmf_fast_learn_begin(x)))
-		return 0;
+		return MMF_FAST_GENERAL;
+	/* the skip test's reads before the map's (the gate, then the low
+	 * half of mmf_stale, acquire): the word read below answers only when
+	 * the gate was open and nothing bypassed the map before it */
+	int answer = (unsigned)prot <= 7 &&
+		     !__atomic_load_n(&mmf_fast.all, __ATOMIC_RELAXED) &&
+		     !__atomic_load_n(&mmf_stale_word.h.now, __ATOMIC_ACQUIRE);
 	/* a learn, the record found written into the slot straight from the
 	 * map: a record the fast paths may answer for (owned, unsealed; in
 	 * relax mode not a W^X area: mmf_fast_cmask without its protection
 	 * bits), else none learned: the general course takes the call at
-	 * once; the current slot the lookup's first guess */
+	 * once; the current slot the lookup's first guess.  Under the
+	 * learning flag no handler learns: gen + 1 is this learn's. */
+	uint64_t v = 0;
+	uint32_t gen = x->gen + 1;
 	int found = mmf_map_find(&map, a, e, mmf_fast_cmask & ~mmf_fast_prot_word(0xff),
-				 mmf_fast_cwant, x->cur, r);
+				 mmf_fast_cwant, x->cur, r, &v);
 	mmf_fast_learn_end(x, r, found);
-	return found;
+	if (!found)
+		return MMF_FAST_GENERAL;
+	/* (after the map's sequence read again, as in the skip test) */
+	if (!answer || __atomic_load_n(&mmf_stale_word.h.now, __ATOMIC_RELAXED))
+		return MMF_FAST_OTHER;
+	/* the skip test's answer from that word, as if asked of the slot now
+	 * current (it holds [a, e), and was taken at the sequence the word
+	 * was read at) */
+	if ((v & mmf_fast_mask) != mmf_fast_want[prot]) {
+		*v_ = v;
+		*g = gen;
+		return MMF_FAST_MAYBE;
+	}
+	struct mmf_tstats *t = x->t;
+	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_CALLS, 1);
+	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_SKIPPED, 1);
+	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_BYTES_ASKED, len);
+	return MMF_FAST_SKIPPED;
 }
 
 /* mmf_fast_forward's course when the call failed or the map's block could

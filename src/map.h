@@ -216,13 +216,15 @@ int mmf_map_check_hint(const struct mmf_map *m, uint64_t start, uint64_t end,
 /* The record that holds all of [start,end) as a reader finds it (its
  * slot, at the map's sequence then: what mmf_map_check_hint gives as
  * h->r), in one try, when its attribute word v then has (v & mask) ==
- * want: 1 when found (*out written); 0 when no record holds it all (a
+ * want: 1 when found (*out written, and *word: v, a word the map held
+ * while the slot held the record); 0 when no record holds it all (a
  * hole, a range across records), its word is not wanted, the map is
- * full, or a writer was busy (*out untouched).  near (or NULL): a record
+ * full, or a writer was busy (*out and *word untouched).  near (or NULL): a record
  * found before; the two after it in its block are looked at first, while
  * the map's sequence is the one near was taken at. */
 int mmf_map_find(const struct mmf_map *m, uint64_t start, uint64_t end, uint64_t mask,
-		 uint64_t want, const struct mmf_slotref *near, struct mmf_slotref *out);
+		 uint64_t want, const struct mmf_slotref *near, struct mmf_slotref *out,
+		 uint64_t *word);
 /* Writer lock held.  Applies u to the record h names when the map has not
  * changed shape since h was taken and the record stays distinct from its
  * neighbours: returns 1.  Otherwise changes nothing and returns 0 (the

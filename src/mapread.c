@@ -187,7 +187,8 @@ int mmf_map_check_hint(const struct mmf_map *m, uint64_t start, uint64_t end,
 /* One try, no wait: a writer busy or anything torn gives 0 at once (the
  * caller takes the general path, which waits). */
 int mmf_map_find(const struct mmf_map *m, uint64_t start, uint64_t end, uint64_t mask,
-		 uint64_t want, const struct mmf_slotref *near, struct mmf_slotref *out)
+		 uint64_t want, const struct mmf_slotref *near, struct mmf_slotref *out,
+		 uint64_t *word)
 {
 	uint32_t seq = __atomic_load_n(&m->seq, __ATOMIC_ACQUIRE);
 	if ((seq & 1) || LD(m->full))
@@ -215,6 +216,7 @@ int mmf_map_find(const struct mmf_map *m, uint64_t start, uint64_t end, uint64_t
 		return 0;
 	*out = (struct mmf_slotref){
 		.start = s, .end = e, .attr = &b->s[i].attr, .b = b, .seq = seq, .i = i};
+	*word = w;
 	return 1;
 }
 

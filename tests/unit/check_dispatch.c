@@ -203,8 +203,8 @@ static long wrapped(char *p, int prot)
 	if (f == MMF_FAST_OTHER)
 		f = mmf_fast_mprotect_other(a, len, prot, &v, &g);
 	if (f == MMF_FAST_OTHER) { /* neither slot: the map asked (mprotect_find) */
-		f = MMF_FAST_GENERAL;
-		if (mmf_fast_find(a, len) &&
+		f = mmf_fast_find(a, len, prot, &v, &g);
+		if (f == MMF_FAST_OTHER &&
 		    (f = mmf_fast_mprotect(a, len, prot, &v, &g)) == MMF_FAST_OTHER)
 			f = MMF_FAST_GENERAL;
 	}
@@ -222,6 +222,17 @@ static long wrapped(char *p, int prot)
 	}
 	struct mmf_op op = {.kind = MMF_K_MPROTECT, .a = {(long)a, (long)len, prot}, .fwd = fwd};
 	return f == MMF_FAST_MAYBE ? mmf_run_change(&op, v, g) : mmf_run(&op);
+}
+
+/* mmf_fast_find learned a record for [a, a + len) (a protection it never
+ * answers for: no counter moves). */
+static int find_learns(uint64_t a, uint64_t len)
+{
+	uint64_t v = 0;
+	uint32_t g = 0;
+	int f = mmf_fast_find(a, len, 8, &v, &g);
+	ck_assert(f == MMF_FAST_GENERAL || f == MMF_FAST_OTHER);
+	return f == MMF_FAST_OTHER;
 }
 
 static int prot_at(char *p)
@@ -516,30 +527,30 @@ START_TEST(hint_find)
 	ck_assert_int_eq(mmf_fast_mprotect((uint64_t)pa, PGL, RW, &v, &g), MMF_FAST_OTHER);
 	ck_assert_int_eq(mmf_fast_mprotect_other((uint64_t)pa, PGL, RW, &v, &g), MMF_FAST_OTHER);
 	/* refused: nothing learned */
-	ck_assert_int_eq(mmf_fast_find((uint64_t)pa + 1, PGL), 0);
-	ck_assert_int_eq(mmf_fast_find((uint64_t)pa, 0), 0);
-	ck_assert_int_eq(mmf_fast_find((uint64_t)pa, 2 * PGL), 0); /* into the guard's record */
-	ck_assert_int_eq(mmf_fast_find((uint64_t)a, 3 * PGL), 0);
-	ck_assert_int_eq(mmf_fast_find(UINT64_MAX & ~(uint64_t)(PGL - 1), PGL), 0); /* a hole */
-	ck_assert_int_eq(mmf_fast_find((uint64_t)pa, UINT64_MAX), 0);
+	ck_assert_int_eq(find_learns((uint64_t)pa + 1, PGL), 0);
+	ck_assert_int_eq(find_learns((uint64_t)pa, 0), 0);
+	ck_assert_int_eq(find_learns((uint64_t)pa, 2 * PGL), 0); /* into the guard's record */
+	ck_assert_int_eq(find_learns((uint64_t)a, 3 * PGL), 0);
+	ck_assert_int_eq(find_learns(UINT64_MAX & ~(uint64_t)(PGL - 1), PGL), 0); /* a hole */
+	ck_assert_int_eq(find_learns((uint64_t)pa, UINT64_MAX), 0);
 	in_write = 1;
-	ck_assert_int_eq(mmf_fast_find((uint64_t)pa, PGL), 0);
+	ck_assert_int_eq(find_learns((uint64_t)pa, PGL), 0);
 	in_write = 0;
 	x->learning = 1;
-	ck_assert_int_eq(mmf_fast_find((uint64_t)pa, PGL), 0);
+	ck_assert_int_eq(find_learns((uint64_t)pa, PGL), 0);
 	x->learning = 0;
 	mmf_batch_depth = 1;
-	ck_assert_int_eq(mmf_fast_find((uint64_t)pa, PGL), 0);
+	ck_assert_int_eq(find_learns((uint64_t)pa, PGL), 0);
 	mmf_batch_depth = 0;
 	__atomic_add_fetch(&map.seq, 1, __ATOMIC_RELAXED); /* a writer busy */
-	ck_assert_int_eq(mmf_fast_find((uint64_t)pa, PGL), 0);
+	ck_assert_int_eq(find_learns((uint64_t)pa, PGL), 0);
 	__atomic_sub_fetch(&map.seq, 1, __ATOMIC_RELAXED);
 	ck_assert_uint_eq(x->gen, gen);
 	ck_assert_int_eq(x->learning, 0);
 	ck_assert_uint_eq(x->cur->start, (uint64_t)pb);
 	/* found and learned: the current slot, the one before kept */
 	const struct mmf_slotref *before = x->cur;
-	ck_assert_int_eq(mmf_fast_find((uint64_t)pa, PGL), 1);
+	ck_assert_int_eq(find_learns((uint64_t)pa, PGL), 1);
 	ck_assert_uint_eq(x->gen, gen + 1);
 	ck_assert_int_eq(x->learning, 0);
 	ck_assert_ptr_eq(x->cur, &x->r[x->gen & 1]);
@@ -554,11 +565,45 @@ START_TEST(hint_find)
 	ck_assert_int_eq(mmf_fast_mprotect((uint64_t)pa, PGL, PROT_READ, &v, &g), MMF_FAST_MAYBE);
 	ck_assert_int_eq(mmf_fast_mprotect_other((uint64_t)pb, PGL, RW, &v, &g), MMF_FAST_SKIPPED);
 	ck_assert_int_eq(mmf_fast_mprotect_other((uint64_t)pc, PGL, RW, &v, &g), MMF_FAST_OTHER);
+	/* the skip test's answer given from the word the lookup read: a
+	 * no-op skipped and counted, a change MMF_FAST_MAYBE with the word and
+	 * the learn's generation; a call bypassing the map (mmf_stale's low
+	 * half), the gate closed, or a protection above 7: learned, no answer
+	 * (the skip test asked then) */
+	uint64_t calls = fk_stat(MMF_K_MPROTECT, MMF_S_CALLS);
+	skipped = fk_stat(MMF_K_MPROTECT, MMF_S_SKIPPED);
+	gen = x->gen;
+	ck_assert_int_eq(mmf_fast_find((uint64_t)pa, PGL, RW, &v, &g), MMF_FAST_SKIPPED);
+	ck_assert_uint_eq(x->gen, gen + 1);
+	ck_assert_uint_eq(x->cur->start, (uint64_t)pa);
+	ck_assert_uint_eq(fk_stat(MMF_K_MPROTECT, MMF_S_SKIPPED), skipped + 1);
+	ck_assert_uint_eq(fk_stat(MMF_K_MPROTECT, MMF_S_CALLS), calls + 1);
+	v = 0;
+	g = 0;
+	ck_assert_int_eq(mmf_fast_find((uint64_t)pa, PGL, PROT_READ, &v, &g), MMF_FAST_MAYBE);
+	ck_assert_uint_eq(g, gen + 2);
+	ck_assert_uint_eq(x->gen, g);
+	ck_assert_uint_eq(v, *x->cur->attr);
+	ck_assert_int_eq(mmf_fast_prot(v), RW);
+	ck_assert_uint_eq(fk_stat(MMF_K_MPROTECT, MMF_S_CALLS), calls + 1);
+	__atomic_add_fetch(&mmf_stale, 1, __ATOMIC_RELAXED);
+	ck_assert_int_eq(mmf_fast_find((uint64_t)pa, PGL, RW, &v, &g), MMF_FAST_OTHER);
+	ck_assert_int_eq(mmf_fast_mprotect((uint64_t)pa, PGL, RW, &v, &g), MMF_FAST_GENERAL);
+	__atomic_sub_fetch(&mmf_stale, 1, __ATOMIC_RELAXED);
+	ck_assert_uint_eq(x->gen, gen + 3);
+	uint64_t gate = mmf_fast.all;
+	mmf_fast.f.off |= MMF_FAST_PROFILE;
+	ck_assert_int_eq(mmf_fast_find((uint64_t)pa, PGL, RW, &v, &g), MMF_FAST_OTHER);
+	mmf_fast.all = gate;
+	ck_assert_int_eq(mmf_fast_find((uint64_t)pa, PGL, 8, &v, &g), MMF_FAST_OTHER);
+	ck_assert_uint_eq(x->gen, gen + 5);
+	ck_assert_uint_eq(fk_stat(MMF_K_MPROTECT, MMF_S_SKIPPED), skipped + 1);
+	ck_assert_uint_eq(fk_stat(MMF_K_MPROTECT, MMF_S_CALLS), calls + 1);
 	/* a record that holds part of a range alone is not found: a's
 	 * record is its middle page; a range from its start into the next
 	 * record is not found, one inside it is */
-	ck_assert_int_eq(mmf_fast_find((uint64_t)pa, PGL + 1), 0);
-	ck_assert_int_eq(mmf_fast_find((uint64_t)pa, PGL - 1), 1);
+	ck_assert_int_eq(find_learns((uint64_t)pa, PGL + 1), 0);
+	ck_assert_int_eq(find_learns((uint64_t)pa, PGL - 1), 1);
 	/* three records in turn through the wrapper's course: a change or a
 	 * no-op each, every call finding its record in the map */
 	char *p3[3] = {pb, pc, pa}; /* the slots hold a's record twice */
@@ -597,7 +642,7 @@ START_TEST(hint_find)
 	ck_assert_int_eq(wrapped(pa, RW), 0); /* the slots hold neither */
 	ck_assert_int_eq(wrapped(pb, RW), 0);
 	gen = x->gen;
-	ck_assert_int_eq(mmf_fast_find((uint64_t)pd, PGL), 0);
+	ck_assert_int_eq(find_learns((uint64_t)pd, PGL), 0);
 	ck_assert_uint_eq(x->gen, gen);
 	ck_assert_uint_eq(x->cur->start, (uint64_t)pb);
 	ck_assert_int_eq(mmf_map_validate(&map), 0);
@@ -620,11 +665,12 @@ START_TEST(find_near)
 	}
 	/* the records the ranges fall in, as nears */
 	struct mmf_slotref nears[9 * 2];
+	uint64_t word;
 	int nn = 0;
 	for (int k = 0; k < 3; k++)
 		for (int j = 0; j < 3; j++)
 			if (mmf_map_find(&map, (uint64_t)m[k] + j * PGL, (uint64_t)m[k] + (j + 1) * PGL,
-					 0, 0, NULL, &nears[nn]))
+					 0, 0, NULL, &nears[nn], &word))
 				nn++;
 	ck_assert_int_ge(nn, 7);
 	for (int k = 0; k < nn; k++) { /* the same records at another sequence */
@@ -637,10 +683,11 @@ START_TEST(find_near)
 			for (int len = 1; len <= 2; len++) {
 				uint64_t s = (uint64_t)m[k] + j * PGL, e = s + len * PGL;
 				struct mmf_slotref want, got;
-				int w = mmf_map_find(&map, s, e, 0, 0, NULL, &want);
+				uint64_t ww = 0, gw = 1;
+				int w = mmf_map_find(&map, s, e, 0, 0, NULL, &want, &ww);
 				for (int q = 0; q < 2 * nn; q++) {
 					memset(&got, 0, sizeof got);
-					int f = mmf_map_find(&map, s, e, 0, 0, &nears[q], &got);
+					int f = mmf_map_find(&map, s, e, 0, 0, &nears[q], &got, &gw);
 					ck_assert_int_eq(f, w);
 					if (w) {
 						ck_assert_uint_eq(got.start, want.start);
@@ -649,6 +696,8 @@ START_TEST(find_near)
 						ck_assert_ptr_eq(got.b, want.b);
 						ck_assert_uint_eq(got.i, want.i);
 						ck_assert_uint_eq(got.seq, want.seq);
+						ck_assert_uint_eq(gw, ww); /* the record's word */
+						ck_assert_uint_eq(ww, *want.attr);
 					}
 					asked++;
 					found += f;
@@ -659,9 +708,9 @@ START_TEST(find_near)
 	/* the word's test: a mask that no record's word meets finds none */
 	struct mmf_slotref r;
 	ck_assert_int_eq(mmf_map_find(&map, (uint64_t)m[0] + PGL, (uint64_t)m[0] + 2 * PGL,
-				      ~0ull, 0, &nears[0], &r), 0);
+				      ~0ull, 0, &nears[0], &r, &word), 0);
 	ck_assert_int_eq(mmf_map_find(&map, (uint64_t)m[0] + PGL, (uint64_t)m[0] + 2 * PGL,
-				      ~0ull, 0, NULL, &r), 0);
+				      ~0ull, 0, NULL, &r, &word), 0);
 }
 END_TEST
 
