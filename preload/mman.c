@@ -100,15 +100,20 @@ static __attribute__((noinline)) int mprotect_off(void *addr, size_t len, int pr
 	return mprotect_run(addr, len, prot, MMF_FAST_GENERAL, 0, 0);
 }
 
+/* mmf_fast_forward declined: the engine's course for a change. */
+static __attribute__((noinline)) int mprotect_declined(void *addr, size_t len, int prot,
+						       uint64_t v, uint32_t g)
+{
+	return mprotect_run(addr, len, prot, MMF_FAST_MAYBE, v, g);
+}
+
 /* A change the hint holds, on memory not executable before or after:
  * mmf_fast_forward, else the engine's course for it. */
 static __attribute__((noinline)) int mprotect_change(void *addr, size_t len, int prot, uint64_t v,
 						     uint32_t g)
 {
-	long r = mmf_fast_forward((uint64_t)addr, len, prot, v, g, mmf_next.mprotect, fwd_mprotect);
-	if (r != MMF_FAST_DECLINED)
-		return (int)mmf_libc_ret(r);
-	return mprotect_run(addr, len, prot, MMF_FAST_MAYBE, v, g);
+	return mmf_fast_forward(addr, len, prot, v, g, mmf_next.mprotect, fwd_mprotect,
+				mprotect_declined);
 }
 
 /* A change inside a flipping record (fast.h, mmf_fast_flipping):

@@ -39,13 +39,15 @@ long mmf_run(struct mmf_op *op);
  * MMF_FAST_MAYBE, on the same thread, just before: v is the record's
  * attribute word it read from the hint of generation g. */
 long mmf_run_change(struct mmf_op *op, uint64_t v, uint32_t g);
-/* mmf_run_change's shortest course (fastrun.c), taken first: the
- * kernel's result (0 or -errno), or MMF_FAST_DECLINED with nothing done.
- * kfn: the next mprotect (NULL: declined); fwd: the mmf_op forwarder the
- * longer courses use. */
+/* mmf_run_change's shortest course (fastrun.c), taken first: the libc
+ * call's result (0, or -1 with errno set), or, with nothing done,
+ * declined's (called with the same arguments).  kfn: the next mprotect
+ * (NULL: declined); fwd: the mmf_op forwarder the longer courses use. */
+int mmf_fast_forward(void *addr, size_t len, int prot, uint64_t v0, uint32_t g,
+		     int (*kfn)(void *, size_t, int), long (*fwd)(const struct mmf_op *),
+		     int (*declined)(void *, size_t, int, uint64_t, uint32_t));
+/* What mmf_fast_flip and mmf_fast_off return with nothing done. */
 #define MMF_FAST_DECLINED 1
-long mmf_fast_forward(uint64_t a, uint64_t len, int prot, uint64_t v0, uint32_t g,
-		      int (*kfn)(void *, size_t, int), long (*fwd)(const struct mmf_op *));
 /* mmf_fast_forward's course for a flipping record (v, as read by
  * mmf_fast_mprotect, says so: mmf_fast_flipping), taken first: the call
  * forwarded under the lock and the map left as it is.  The same results;

@@ -133,6 +133,8 @@ struct mmf_pending {
 	uint64_t s[PENDING_MAX], e[PENDING_MAX];
 };
 
+struct mmf_op; /* engine.h */
+
 /* This thread's fast-path state, and its writer state (wlock.c's in_write,
  * wmasked and pending, in one block so that a call reaches all of it from
  * one base register).  Signal handlers on this thread use it too, so a
@@ -161,6 +163,17 @@ struct mmf_fast_tls {
 	uint64_t flip_hot, flip_he;
 	const uint64_t *flip_attr;
 	uint32_t flip_seq;
+	/* fastrun.c's flat forward course across its kernel call, so that
+	 * it keeps nothing in registers there (written and read in the
+	 * writer section, where no handler of this thread takes that course):
+	 * the hint's record as judged under the lock, its word then, the
+	 * call's length and protection, what the record says after it and
+	 * the mmf_op forwarder */
+	struct mmf_slotref chg_fr;
+	uint64_t chg_v, chg_len;
+	int chg_prot;
+	uint8_t chg_rp;
+	long (*chg_fwd)(const struct mmf_op *);
 };
 extern __thread struct mmf_fast_tls mmf_fast_tls __attribute__((tls_model("initial-exec")));
 

@@ -17,7 +17,7 @@
  * W^X and huge-page bookkeeping, the section left, the hint kept or
  * learned. */
 static inline __attribute__((always_inline)) long
-change_done(const struct mmf_op *op, long r, const struct mmf_slotref *fr, uint32_t g, int exec,
+change_done(const struct mmf_op *op, long r, const struct mmf_slotref *fr, int exec,
 	    uint64_t v0)
 {
 	struct mmf_slotref nr;
@@ -83,7 +83,7 @@ long mmf_run_change(struct mmf_op *op, uint64_t v0, uint32_t g)
 	if (exec)
 		mmf_wx_before(op);
 	mmf_map_prot_changing(&map, &fr, v);
-	return change_done(op, forward(op, t, asked), &fr, g, exec, v);
+	return change_done(op, forward(op, t, asked), &fr, exec, v);
 }
 
 /* kfn's call with its kernel time sampled (forward()'s rule), errno kept. */
@@ -183,14 +183,14 @@ int mmf_fast_find(uint64_t a, uint64_t len, int prot, uint64_t *v_, uint32_t *g)
 /* mmf_fast_forward's course when the call failed or the map's block could
  * not take the change: change_done, from an mmf_op. */
 static __attribute__((noinline)) long change_rest(uint64_t a, uint64_t len, int prot, int r,
-						  const struct mmf_slotref *fr, uint32_t g,
+						  const struct mmf_slotref *fr,
 						  long (*fwd)(const struct mmf_op *), uint64_t v0)
 {
 	struct mmf_op op = {.kind = MMF_K_MPROTECT, .a = {(long)a, (long)len, prot}, .fwd = fwd};
 	long kr = r == 0 ? 0 : -(long)errno;
 	if (r != 0)
 		mmf_stat_add(mmf_fast_tls.t, MMF_K_MPROTECT, MMF_S_ERRORS, 1);
-	return change_done(&op, kr, fr, g, 0, v0);
+	return change_done(&op, kr, fr, 0, v0);
 }
 
 /* The call asks for what this thread asked last on a flipping record, on
@@ -250,7 +250,7 @@ long mmf_fast_flip(uint64_t a, uint64_t len, int prot, uint32_t g,
 	int r = counted(t, kfn, a, len, prot, len);
 	if (r != 0) {
 		struct mmf_slotref fr = *h;
-		return change_rest(a, len, prot, r, &fr, g, fwd, PLD(*attr));
+		return change_rest(a, len, prot, r, &fr, fwd, PLD(*attr));
 	}
 	hot_keep(x, a, e, attr, hseq);
 	if (prot == (PROT_READ | PROT_WRITE))
@@ -363,15 +363,208 @@ int mmf_fast_hot(void *addr, size_t len, int prot, int (*kfn)(void *, size_t, in
  * skipped on it in between, before the range's record becomes flipping. */
 #define FLIP_AFTER 8
 
+/* The libc convention for a kernel-style result r (0 or -errno). */
+static inline int libc_ret(long r)
+{
+	if (r == 0)
+		return 0;
+	errno = (int)-r;
+	return -1;
+}
+
+/* change_after for a call that failed (r, libc style; errno set):
+ * change_rest, from what the course kept in this thread's block. */
+static __attribute__((noinline, cold)) int change_failed(int r)
+{
+	struct mmf_fast_tls *x = mmf_fast_self();
+	return libc_ret(change_rest(x->flip_a, x->chg_len, x->chg_prot, r, &x->chg_fr, x->chg_fwd,
+				    x->chg_v));
+}
+
+/* The end of the course after the map's update: the W^X note of an RW
+ * request, the huge-page tick, the section left (x read again: nothing
+ * is kept across the note's call). */
+static inline __attribute__((always_inline)) int change_leave(uint64_t a, uint64_t e, int prot)
+{
+	if (prot == (PROT_READ | PROT_WRITE))
+		mmf_wx_rw_done(a, e);
+	mmf_thp_tick(PLD(folio_policy.thp_disabled));
+	wleave_quick();
+	return 0;
+}
+
+/* change_after's course when the word alone cannot say it (a part of
+ * the record, a neighbour equal after the call, or a record becoming
+ * flipping): mmf_map_reprot, the record the range is in after it kept as
+ * the hint, and as the hot flip when it is flipping; when the block
+ * cannot take it, change_rest records the protection. */
+static __attribute__((noinline)) int change_reshape(void)
+{
+	struct mmf_fast_tls *x = mmf_fast_self();
+	const struct mmf_slotref *fr = &x->chg_fr;
+	struct mmf_slotref nr;
+	uint64_t a = x->flip_a, e = x->flip_e, v = x->chg_v;
+	uint8_t rp = x->chg_rp;
+	int d = mmf_map_reprot(&map, fr, a, e, rp, safe_state.mlock_seen, v, &nr);
+	if (!d) /* the block cannot take it: change_rest records the protection */
+		return libc_ret(change_rest(a, x->chg_len, x->chg_prot, 0, fr, x->chg_fwd, v));
+	if (rp == MMF_PROT_FLIP) {
+		mmf_event(MMF_E_FLIP_BEGUN);
+		hot_keep(x, a, e, d == MMF_REPROT_IN_PLACE ? fr->attr : nr.attr,
+			 __atomic_load_n(&map.seq, __ATOMIC_RELAXED));
+	}
+	change_leave(a, e, x->chg_prot);
+	if (d != MMF_REPROT_IN_PLACE && __atomic_load_n(&map.seq, __ATOMIC_RELAXED) == nr.seq)
+		mmf_fast_learn(&nr);
+	return 0;
+}
+
+/* mmf_fast_forward after its kernel call (r: its result, libc style,
+ * errno set; the writer section held; the call's range [flip_a, flip_e)
+ * and the rest in this thread's block: nothing kept across the call): a
+ * call for all of the record, which stays apart from its neighbours and
+ * does not become flipping, has the record's word set in place;
+ * anything else is change_reshape's. */
+static __attribute__((noinline)) int change_after(int r)
+{
+	if (__builtin_expect(r != 0, 0))
+		return change_failed(r);
+	struct mmf_fast_tls *x = mmf_fast_self();
+	const struct mmf_slotref *fr = &x->chg_fr;
+	uint64_t a = x->flip_a, e = x->flip_e;
+	uint8_t rp = x->chg_rp;
+	if (rp == MMF_PROT_FLIP || a != fr->start || e != fr->end ||
+	    !mmf_map_reprot_whole(&map, fr, rp, safe_state.mlock_seen, x->chg_v))
+		return change_reshape();
+	return change_leave(a, e, rp);
+}
+
+/* mmf_fast_forward's course for a flipping record (the section held, the
+ * record judged, this thread's block holding it as chg_fr): the word is
+ * unknown already, so there is no mark, and the map is left as it is,
+ * unless the call repeats this thread's last one on the range: its
+ * protection is then recorded (change_after). */
+static __attribute__((noinline)) int forward_flipping(uint64_t a, uint64_t len, int prot,
+						      int (*kfn)(void *, size_t, int))
+{
+	struct mmf_fast_tls *x = mmf_fast_self();
+	uint64_t e = (a + len + mmf_fast_pgmask) & ~mmf_fast_pgmask;
+	int again = flip_again(x, a, e, prot);
+	x->flip_a = a;
+	x->flip_e = e;
+	x->flip_prot = again ? -1 : prot;
+	x->flip_n = 0;
+	int r = counted(x->t, kfn, a, len, prot, len);
+	if (r != 0) {
+		hot_drop(x);
+		return change_failed(r);
+	}
+	if (!again) {
+		hot_keep(x, a, e, x->chg_fr.attr, x->chg_fr.seq);
+		return change_leave(a, e, prot);
+	}
+	hot_drop(x);
+	mmf_event(MMF_E_FLIP_ENDED); /* the protection recorded */
+	x->chg_rp = (uint8_t)prot;
+	return change_after(0);
+}
+
+/* mmf_fast_forward declined under the lock: the section left, declined's
+ * answer. */
+static __attribute__((noinline)) int forward_declined(void *addr, size_t len, int prot, uint64_t v0,
+						      uint32_t g,
+						      int (*declined)(void *, size_t, int, uint64_t,
+								      uint32_t))
+{
+	wleave_quick();
+	return declined(addr, len, prot, v0, g);
+}
+
+/* mmf_fast_forward with the lock held (x: this thread's block, t its
+ * counters): all its calls are tail calls, so that it saves no register. */
+static inline __attribute__((always_inline)) int
+forward_locked(struct mmf_fast_tls *x, struct mmf_tstats *t, void *addr, size_t len, int prot,
+	       uint64_t v0, uint32_t g, int (*kfn)(void *, size_t, int),
+	       long (*fwd)(const struct mmf_op *),
+	       int (*declined)(void *, size_t, int, uint64_t, uint32_t))
+{
+	uint64_t a = (uint64_t)addr;
+	/* The hint, copied under the lock: gen unchanged since the skip test
+	 * read it means the copy is the record that test judged (a handler
+	 * that learned since moved gen); the sequence unchanged since the
+	 * hint was taken means its slot still holds that record, whose word
+	 * the lock now keeps still (v0, the word the skip test read, is
+	 * judged again here, where it counts).  One copy and one judgement,
+	 * where the general course (mmf_run_change) copies before the lock
+	 * and judges again after it.  A hint emptied since (mmf_fast_forget,
+	 * from a handler opening a batch: end moved to start, gen not) ends
+	 * below a. */
+	MMF_FAST_FENCE();
+	x->chg_fr = *x->cur;
+	MMF_FAST_FENCE();
+	const struct mmf_slotref *fr = &x->chg_fr;
+	uint64_t v = PLD(*fr->attr);
+	int flipping = 0;
+	if (x->gen != g || fr->end <= a || map.seq != fr->seq || !fr->b ||
+	    !((__atomic_load_n(&mmf_fast_chg_prots, __ATOMIC_RELAXED) >> prot) & 1) ||
+	    ((v & mmf_fast_cmask) != mmf_fast_cwant && !(flipping = mmf_fast_flipping(v))))
+		return forward_declined(addr, len, prot, v0, g, declined);
+	x->chg_v = v;
+	x->chg_len = len;
+	x->chg_prot = prot;
+	x->chg_fwd = fwd;
+	if (flipping)
+		return forward_flipping(a, len, prot, kfn);
+	mmf_map_prot_changing(&map, fr, v);
+	uint64_t e = (a + len + mmf_fast_pgmask) & ~mmf_fast_pgmask;
+	uint64_t skips = t->v[MMF_K_MPROTECT][MMF_S_SKIPPED];
+	uint8_t rp = (uint8_t)prot; /* what the record says after the call */
+	if (x->flip_a == a && x->flip_e == e && x->flip_skips == skips) {
+		if (++x->flip_n >= FLIP_AFTER) {
+			rp = MMF_PROT_FLIP;
+			x->flip_n = 0;
+			x->flip_prot = prot;
+		}
+	} else {
+		x->flip_a = a;
+		x->flip_e = e;
+		x->flip_skips = skips;
+		x->flip_n = 1;
+	}
+	x->chg_rp = rp;
+	/* counted()'s counters, all before the call (as mmf_fast_hot's) */
+	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_CALLS, 1);
+	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_FORWARDED, 1);
+	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_BYTES_ASKED, len);
+	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_BYTES_KERNEL, len);
+	uint64_t n = t->v[MMF_K_MPROTECT][MMF_S_CALLS];
+	if (__builtin_expect(mmf_time_due(n), 0))
+		return change_after(timed(t, n, kfn, a, len, prot));
+	return change_after(kfn(addr, len, prot));
+}
+
+/* mmf_fast_forward when calls bypassing the map are to be drained first
+ * (wenter_quick's step, out of line). */
+static __attribute__((noinline)) int
+forward_drain(void *addr, size_t len, int prot, uint64_t v0, uint32_t g,
+	      int (*kfn)(void *, size_t, int), long (*fwd)(const struct mmf_op *),
+	      int (*declined)(void *, size_t, int, uint64_t, uint32_t))
+{
+	stale_drain();
+	struct mmf_fast_tls *x = mmf_fast_self();
+	return forward_locked(x, x->t, addr, len, prot, v0, g, kfn, fwd, declined);
+}
+
 /* The forward path at its shortest: mmf_run_change for a call on memory
  * not executable before or after (the caller tests it; no W^X bookkeeping
  * then but the RW note), when bypassing is allowed (safe mode's defaults, no signal masking) and
  * the writer lock is free at the first try; the kernel reached through
  * kfn (the next mprotect) without an mmf_op, and the map updated in the
- * record's block (its word in place when the call asks for all of it and
- * no neighbour then equals it, else mmf_map_reprot).  A call that fails,
- * or that the block cannot take, goes on as mmf_run_change would from the
- * same point (change_rest).
+ * record's block (change_after).  What the course needs after its kernel
+ * call it keeps in this thread's block, and its other calls are tail
+ * calls, so that it saves no register.  A call that fails, or that the
+ * block cannot take, goes on as mmf_run_change would from the same point
+ * (change_rest).
  *
  * Flipping records: a range this thread changed FLIP_AFTER times in a row
  * here, with no mprotect skipped on the thread in between, is recorded
@@ -382,98 +575,18 @@ int mmf_fast_hot(void *addr, size_t len, int prot, int (*kfn)(void *, size_t, in
  * for what this thread asked last on the range (likely a redundant one)
  * records the protection again, and the next such call is skipped.  Any
  * call through the general path (an executable protection, a call across
- * records, an munmap) records what it did over it, under the same lock.
- *
- * Returns the kernel's result (0 or -errno), or MMF_FAST_DECLINED with
- * nothing done. */
-long mmf_fast_forward(uint64_t a, uint64_t len, int prot, uint64_t v0, uint32_t g,
-		      int (*kfn)(void *, size_t, int), long (*fwd)(const struct mmf_op *))
+ * records, an munmap) records what it did over it, under the same lock. */
+int mmf_fast_forward(void *addr, size_t len, int prot, uint64_t v0, uint32_t g,
+		     int (*kfn)(void *, size_t, int), long (*fwd)(const struct mmf_op *),
+		     int (*declined)(void *, size_t, int, uint64_t, uint32_t))
 {
-	struct mmf_slotref fr, nr;
 	struct mmf_fast_tls *x = mmf_fast_self();
 	/* this thread's counters: read before the section, whose fences
 	 * would have the block's address loaded again */
 	struct mmf_tstats *t = x->t;
-	(void)v0; /* judged again below, under the lock, where it counts */
-	if (!kfn || !t || !wenter_quick(x))
-		return MMF_FAST_DECLINED;
-	/* The hint, copied under the lock: gen unchanged since the skip test
-	 * read it means the copy is the record that test judged (a handler
-	 * that learned since moved gen); the sequence unchanged since the
-	 * hint was taken means its slot still holds that record, whose word
-	 * the lock now keeps still.  One copy and one judgement, where the
-	 * general course (mmf_run_change) copies before the lock and judges
-	 * again after it.  A hint emptied since (mmf_fast_forget, from a
-	 * handler opening a batch: end moved to start, gen not) ends below a. */
-	MMF_FAST_FENCE();
-	fr = *x->cur;
-	MMF_FAST_FENCE();
-	uint64_t v = PLD(*fr.attr);
-	int flipping = 0;
-	if (x->gen != g || fr.end <= a || map.seq != fr.seq || !fr.b ||
-	    !((__atomic_load_n(&mmf_fast_chg_prots, __ATOMIC_RELAXED) >> prot) & 1) ||
-	    ((v & mmf_fast_cmask) != mmf_fast_cwant && !(flipping = mmf_fast_flipping(v)))) {
-		wleave_quick();
-		return MMF_FAST_DECLINED;
-	}
-	uint64_t e = (a + len + mmf_fast_pgmask) & ~mmf_fast_pgmask;
-	uint64_t skips = t->v[MMF_K_MPROTECT][MMF_S_SKIPPED];
-	uint8_t rp = (uint8_t)prot; /* what the record says after the call */
-	if (flipping) {
-		/* the word is unknown already: no mark; left as it is unless
-		 * the call repeats this thread's last one on the range */
-		int again = flip_again(x, a, e, prot);
-		x->flip_a = a;
-		x->flip_e = e;
-		x->flip_prot = again ? -1 : prot;
-		x->flip_n = 0;
-		int r = counted(t, kfn, a, len, prot, len);
-		if (r != 0) {
-			hot_drop(x);
-			return change_rest(a, len, prot, r, &fr, g, fwd, v);
-		}
-		if (!again) {
-			hot_keep(x, a, e, fr.attr, fr.seq);
-			if (prot == (PROT_READ | PROT_WRITE))
-				mmf_wx_rw_done(a, e);
-			mmf_thp_tick(PLD(folio_policy.thp_disabled));
-			wleave_quick();
-			return 0;
-		}
-		hot_drop(x);
-		mmf_event(MMF_E_FLIP_ENDED); /* the protection recorded below */
-	} else {
-		mmf_map_prot_changing(&map, &fr, v);
-		if (x->flip_a == a && x->flip_e == e && x->flip_skips == skips) {
-			if (++x->flip_n >= FLIP_AFTER) {
-				rp = MMF_PROT_FLIP;
-				x->flip_n = 0;
-				x->flip_prot = prot;
-			}
-		} else {
-			x->flip_a = a;
-			x->flip_e = e;
-			x->flip_skips = skips;
-			x->flip_n = 1;
-		}
-		int r = counted(t, kfn, a, len, prot, len);
-		if (r != 0)
-			return change_rest(a, len, prot, r, &fr, g, fwd, v);
-	}
-	int lk = safe_state.mlock_seen, d = MMF_REPROT_IN_PLACE;
-	if ((a != fr.start || e != fr.end || !mmf_map_reprot_whole(&map, &fr, rp, lk, v)) &&
-	    !(d = mmf_map_reprot(&map, &fr, a, e, rp, lk, v, &nr)))
-		return change_rest(a, len, prot, 0, &fr, g, fwd, v); /* records prot */
-	if (rp == MMF_PROT_FLIP) {
-		mmf_event(MMF_E_FLIP_BEGUN);
-		hot_keep(x, a, e, d == MMF_REPROT_IN_PLACE ? fr.attr : nr.attr,
-			 __atomic_load_n(&map.seq, __ATOMIC_RELAXED));
-	}
-	if (prot == (PROT_READ | PROT_WRITE))
-		mmf_wx_rw_done(a, e);
-	mmf_thp_tick(PLD(folio_policy.thp_disabled));
-	wleave_quick();
-	if (d != MMF_REPROT_IN_PLACE && __atomic_load_n(&map.seq, __ATOMIC_RELAXED) == nr.seq)
-		mmf_fast_learn(&nr);
-	return 0;
+	if (!kfn || !t || !wenter_hot(x)) /* wenter_quick, its drain apart */
+		return declined(addr, len, prot, v0, g);
+	if (mmf_stale_now(__atomic_load_n(&mmf_stale, __ATOMIC_RELAXED)))
+		return forward_drain(addr, len, prot, v0, g, kfn, fwd, declined);
+	return forward_locked(x, t, addr, len, prot, v0, g, kfn, fwd, declined);
 }

@@ -7,6 +7,7 @@
  * one under the state the kernel did make is skipped); the counters. */
 #include <check.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -192,6 +193,12 @@ START_TEST(flight_reader)
 }
 END_TEST
 
+/* mmf_fast_forward's course when it declines: a value no call returns. */
+static int declined(void *a, size_t len, int prot, uint64_t v, uint32_t g)
+{
+	return INT_MIN;
+}
+
 /* mprotect as preload/mman.c's wrapper runs it: the skip test, then the
  * forward path's courses (a flipping record's, the flat one), then the
  * engine's.  The kernel's convention. */
@@ -215,10 +222,11 @@ static long wrapped(char *p, int prot)
 		long r = MMF_FAST_DECLINED;
 		if (mmf_fast_flipping(v))
 			r = mmf_fast_flip(a, len, prot, g, mmf_next.mprotect, fwd);
-		if (r == MMF_FAST_DECLINED)
-			r = mmf_fast_forward(a, len, prot, v, g, mmf_next.mprotect, fwd);
 		if (r != MMF_FAST_DECLINED)
 			return r;
+		int lr = mmf_fast_forward(p, len, prot, v, g, mmf_next.mprotect, fwd, declined);
+		if (lr != INT_MIN)
+			return lr == 0 ? 0 : -errno;
 	}
 	struct mmf_op op = {.kind = MMF_K_MPROTECT, .a = {(long)a, (long)len, prot}, .fwd = fwd};
 	return f == MMF_FAST_MAYBE ? mmf_run_change(&op, v, g) : mmf_run(&op);
@@ -649,6 +657,61 @@ START_TEST(hint_find)
 }
 END_TEST
 
+/* The flat forward course when the record's block cannot take the change
+ * (mmf_map_reprot declines: the record is the first of a block other
+ * than the map's first, so that the record before it lies in another
+ * block): the kernel called once, change_rest records the protection
+ * through the general course's record(), and the next call, a no-op, is
+ * skipped from it.  The same for a call that fails there. */
+START_TEST(forward_block_edge)
+{
+	fk_start("safe", NULL);
+	struct mmf_fast_tls *x = &mmf_fast_tls;
+	int n = 3 * MMF_BLOCK_CAP;
+	char *m = fk_map(n, PROT_NONE);
+	for (int k = 1; k < n; k += 2)
+		ck_assert_int_eq(fk_mprotect(m + k * PGL, 1, RW), 0);
+	/* pages RW and PROT_NONE in turn, a record each, over several
+	 * blocks: one first in its block */
+	char *p = NULL;
+	for (int k = 1; k < n - 1 && !p; k++) {
+		struct mmf_slotref r;
+		uint64_t w;
+		uint64_t s = (uint64_t)m + (uint64_t)k * PGL;
+		if (mmf_map_find(&map, s, s + PGL, 0, 0, NULL, &r, &w) && r.i == 0 &&
+		    r.b != map.top[0])
+			p = m + k * PGL;
+	}
+	ck_assert_ptr_nonnull(p);
+	int was = prot_at(p), to = was == RW ? PROT_READ : RW, back = was == RW ? RW : PROT_READ;
+	uint64_t next = fk_count(FK_MPROTECT, FK_NEXT);
+	uint64_t fwd = fk_stat(MMF_K_MPROTECT, MMF_S_FORWARDED);
+	uint64_t skipped = fk_stat(MMF_K_MPROTECT, MMF_S_SKIPPED);
+	ck_assert_int_eq(wrapped(p, to), 0);
+	ck_assert_uint_eq(x->flip_a, (uint64_t)p); /* the flat course took it */
+	ck_assert_uint_eq(x->flip_n, 1);
+	ck_assert_uint_eq(fk_count(FK_MPROTECT, FK_NEXT), next + 1);
+	ck_assert_uint_eq(fk_stat(MMF_K_MPROTECT, MMF_S_FORWARDED), fwd + 1);
+	ck_assert_int_eq(prot_at(p), to);
+	ck_assert_int_eq(prot_at(p - PGL), was == RW ? PROT_NONE : RW);
+	ck_assert_int_eq(prot_at(p + PGL), was == RW ? PROT_NONE : RW);
+	ck_assert_int_eq(wrapped(p, to), 0);
+	ck_assert_uint_eq(fk_count(FK_MPROTECT, FK_NEXT), next + 1);
+	ck_assert_uint_eq(fk_stat(MMF_K_MPROTECT, MMF_S_SKIPPED), skipped + 1);
+	/* a call the kernel refuses there: the error, and the protection
+	 * left unknown (record()'s course for a failure) */
+	fk_fail(FK_MPROTECT, FK_NEXT, (uint64_t)p, (uint64_t)p + PGL, EACCES, 1);
+	ck_assert_int_eq(wrapped(p, back), -EACCES);
+	ck_assert_uint_eq(fk_count(FK_MPROTECT, FK_NEXT), next + 2);
+	struct mmf_rec r;
+	ck_assert(mmf_map_lookup(&map, (uint64_t)p, &r));
+	ck_assert_int_ne(r.a.prot, to);
+	ck_assert_int_eq(wrapped(p, to), 0); /* forwarded: not known */
+	ck_assert_uint_eq(fk_count(FK_MPROTECT, FK_NEXT), next + 3);
+	ck_assert_int_eq(mmf_map_validate(&map), 0);
+}
+END_TEST
+
 /* mmf_map_find with a record found before (near): the two records after
  * it are looked at first; whatever near is, the answer is the search's.
  * Every range around three records (each page of three 3-page mappings,
@@ -869,6 +932,7 @@ Suite *dispatch_suite(void)
 	tcase_add_test(f, hint_other);
 	tcase_add_test(f, hint_find);
 	tcase_add_test(f, find_near);
+	tcase_add_test(f, forward_block_edge);
 	tcase_add_test(f, mmap_enomem);
 	tcase_add_test(f, mlock_eagain);
 	tcase_add_test(f, mlock2_onfault_repeated);
