@@ -128,8 +128,12 @@ static __attribute__((noinline)) int mprotect_flip(void *addr, size_t len, int p
 }
 
 /* After the skip test (f its answer, v and g what it read): the course
- * it chose. */
-static __attribute__((noinline)) int mprotect_other(void *addr, size_t len, int prot);
+ * it chose.  MMF_FAST_OTHER (the current slot missed): the other slot's
+ * test when it may hold the range by its range alone
+ * (mmf_fast_other_may_hold), else the map's (mmf_fast_find_then). */
+static __attribute__((noinline)) int mprotect_other_slot(void *addr, size_t len, int prot);
+static __attribute__((noinline)) int mprotect_found(void *addr, size_t len, int prot, int f,
+						    uint64_t v, uint32_t g);
 
 static inline __attribute__((always_inline)) int mprotect_after(void *addr, size_t len, int prot,
 								int f, uint64_t v, uint32_t g)
@@ -137,7 +141,9 @@ static inline __attribute__((always_inline)) int mprotect_after(void *addr, size
 	if (f == MMF_FAST_SKIPPED)
 		return 0;
 	if (f == MMF_FAST_OTHER)
-		return mprotect_other(addr, len, prot);
+		return mmf_fast_other_may_hold((uint64_t)addr, len)
+			       ? mprotect_other_slot(addr, len, prot)
+			       : mmf_fast_find_then(addr, len, prot, mprotect_found);
 	if (f == MMF_FAST_MAYBE && !((prot | mmf_fast_prot(v)) & PROT_EXEC))
 		return mmf_fast_flipping(v) ? mprotect_flip(addr, len, prot, v, g)
 					    : mprotect_change(addr, len, prot, v, g);
@@ -149,17 +155,15 @@ static inline __attribute__((always_inline)) int mprotect_after(void *addr, size
 	return mprotect_run(addr, len, prot, f, v, g);
 }
 
-/* Neither slot of the hint held the range: the record that holds it
- * looked up in the map and learned, the skip test's answer given from the
- * word the lookup read (mmf_fast_find), and its course; MMF_FAST_OTHER
- * from it (that word could not answer): the skip test asked (the gate
- * read again too), whose MMF_FAST_OTHER then (a handler changed the hint
- * meanwhile) takes the general path. */
-static __attribute__((noinline)) int mprotect_find(void *addr, size_t len, int prot)
+/* After mmf_fast_find_then (the record neither slot held looked up in
+ * the map and learned, the skip test's answer given from the word the
+ * lookup read; f that answer, not a skip): MMF_FAST_OTHER
+ * (the word it read could not answer) asks the skip test (the gate read
+ * again too), whose MMF_FAST_OTHER then (a handler changed the hint
+ * meanwhile) takes the general path; then the course chosen. */
+static __attribute__((noinline)) int mprotect_found(void *addr, size_t len, int prot, int f,
+						    uint64_t v, uint32_t g)
 {
-	uint64_t v = 0;
-	uint32_t g = 0;
-	int f = mmf_fast_find((uint64_t)addr, len, prot, &v, &g);
 	if (f == MMF_FAST_OTHER) {
 		f = mmf_fast_mprotect((uint64_t)addr, len, prot, &v, &g);
 		if (f == MMF_FAST_OTHER)
@@ -170,14 +174,14 @@ static __attribute__((noinline)) int mprotect_find(void *addr, size_t len, int p
 
 /* The current slot of the hint missed the range: the skip test asked of
  * the other one (the record found before; mmf_fast_mprotect_other), and
- * its course; MMF_FAST_OTHER from it: mprotect_find. */
-static __attribute__((noinline)) int mprotect_other(void *addr, size_t len, int prot)
+ * its course; MMF_FAST_OTHER from it: mmf_fast_find_then. */
+static __attribute__((noinline)) int mprotect_other_slot(void *addr, size_t len, int prot)
 {
 	uint64_t v = 0;
 	uint32_t g = 0;
 	int f = mmf_fast_mprotect_other((uint64_t)addr, len, prot, &v, &g);
 	if (f == MMF_FAST_OTHER)
-		return mprotect_find(addr, len, prot);
+		return mmf_fast_find_then(addr, len, prot, mprotect_found);
 	return mprotect_after(addr, len, prot, f, v, g);
 }
 

@@ -146,6 +146,7 @@ struct mmf_fast_tls {
 	volatile int w_masked; /* wlock.c's wmasked: the section's asynchronous signals blocked */
 	struct mmf_slotref r[2];
 	const struct mmf_slotref *cur; /* r[gen & 1] (NULL: none yet) */
+	const struct mmf_slotref *oth; /* r[(gen + 1) & 1] once cur is set (NULL before) */
 	uint32_t gen;         /* moves at every learn */
 	uint32_t learning;    /* a learn is writing r[(gen + 1) & 1] */
 	struct mmf_tstats *t; /* this thread's counters, once allocated (stats.c) */
@@ -218,6 +219,7 @@ static inline void mmf_fast_learn_end(struct mmf_fast_tls *x, struct mmf_slotref
 	MMF_FAST_FENCE();
 	if (ok) {
 		x->cur = r;
+		x->oth = &x->r[x->gen & 1];
 		MMF_FAST_FENCE();
 		x->gen++;
 		MMF_FAST_FENCE();
@@ -442,6 +444,24 @@ mmf_fast_mprotect_other(uint64_t a, uint64_t len, int prot, uint64_t *v_, uint32
  * relax mode), a writer busy, this thread in a writer section or a
  * learn, in a batch, or without counters yet): the general path. */
 int mmf_fast_find(uint64_t a, uint64_t len, int prot, uint64_t *v, uint32_t *g);
+/* mmf_fast_find for the wrapper: 0 for a call it skipped, else after's
+ * answer for its other answers (f, and *v and *g for MMF_FAST_MAYBE; a
+ * tail call, so that a skip saves no register). */
+int mmf_fast_find_then(void *addr, size_t len, int prot,
+		       int (*after)(void *, size_t, int, int, uint64_t, uint32_t));
+/* The slot that is not current may hold [a, a + len): a test of its range
+ * alone, without the skip test's guards (a handler may change the slot
+ * meanwhile), that only chooses the course: the slot's test
+ * (mmf_fast_mprotect_other) or the map's (mmf_fast_find_then), each of
+ * which tests again. */
+static inline int mmf_fast_other_may_hold(uint64_t a, uint64_t len)
+{
+	const struct mmf_slotref *h = mmf_fast_tls.oth;
+	if (!h)
+		return 1; /* no hint yet: the slot's test says so */
+	uint64_t hs = h->start, he = h->end;
+	return a >= hs && a < he && len - 1 < he - a;
+}
 
 /* mmf_fast_mprotect when the caller read the gate open just before. */
 static inline __attribute__((always_inline)) int

@@ -131,7 +131,8 @@ int mmf_fast_mprotect_flight(uint64_t a, uint64_t len, int prot, uint64_t *v_, u
 	return mmf_fast_mprotect_in(a, len, prot, v_, g, 1, 0, 0);
 }
 
-int mmf_fast_find(uint64_t a, uint64_t len, int prot, uint64_t *v_, uint32_t *g)
+static inline __attribute__((always_inline)) int find_in(uint64_t a, uint64_t len, int prot,
+							 uint64_t *v_, uint32_t *g)
 {
 	struct mmf_fast_tls *x = mmf_fast_self();
 	/* (the general path's rules for a learn: decide() learns outside a
@@ -178,6 +179,22 @@ int mmf_fast_find(uint64_t a, uint64_t len, int prot, uint64_t *v_, uint32_t *g)
 	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_SKIPPED, 1);
 	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_BYTES_ASKED, len);
 	return MMF_FAST_SKIPPED;
+}
+
+int mmf_fast_find(uint64_t a, uint64_t len, int prot, uint64_t *v, uint32_t *g)
+{
+	return find_in(a, len, prot, v, g);
+}
+
+int mmf_fast_find_then(void *addr, size_t len, int prot,
+		       int (*after)(void *, size_t, int, int, uint64_t, uint32_t))
+{
+	uint64_t v = 0;
+	uint32_t g = 0;
+	int f = find_in((uint64_t)addr, len, prot, &v, &g);
+	if (f == MMF_FAST_SKIPPED)
+		return 0;
+	return after(addr, len, prot, f, v, g);
 }
 
 /* mmf_fast_forward's course when the call failed or the map's block could

@@ -8,6 +8,7 @@
 #include <check.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -207,9 +208,9 @@ static long wrapped(char *p, int prot)
 	uint64_t a = (uint64_t)p, len = (uint64_t)PGL, v = 0;
 	uint32_t g = 0;
 	int f = mmf_fast_mprotect(a, len, prot, &v, &g);
-	if (f == MMF_FAST_OTHER)
+	if (f == MMF_FAST_OTHER && mmf_fast_other_may_hold(a, len))
 		f = mmf_fast_mprotect_other(a, len, prot, &v, &g);
-	if (f == MMF_FAST_OTHER) { /* neither slot: the map asked (mprotect_find) */
+	if (f == MMF_FAST_OTHER) { /* neither slot: the map asked (mmf_fast_find_then) */
 		f = mmf_fast_find(a, len, prot, &v, &g);
 		if (f == MMF_FAST_OTHER &&
 		    (f = mmf_fast_mprotect(a, len, prot, &v, &g)) == MMF_FAST_OTHER)
@@ -230,6 +231,17 @@ static long wrapped(char *p, int prot)
 	}
 	struct mmf_op op = {.kind = MMF_K_MPROTECT, .a = {(long)a, (long)len, prot}, .fwd = fwd};
 	return f == MMF_FAST_MAYBE ? mmf_run_change(&op, v, g) : mmf_run(&op);
+}
+
+/* A thread's block before its first learn: no slot named as the other
+ * one, and the wrapper's test of its range sends every call to the
+ * slot's own test (which finds no hint). */
+static void *fresh_thread(void *arg)
+{
+	(void)arg;
+	int ok = mmf_fast_tls.cur == NULL && mmf_fast_tls.oth == NULL &&
+		 mmf_fast_other_may_hold(0x10000, 4096) == 1;
+	return ok ? (void *)1 : NULL;
 }
 
 /* mmf_fast_find learned a record for [a, a + len) (a protection it never
@@ -556,6 +568,11 @@ START_TEST(hint_find)
 	ck_assert_uint_eq(x->gen, gen);
 	ck_assert_int_eq(x->learning, 0);
 	ck_assert_uint_eq(x->cur->start, (uint64_t)pb);
+	pthread_t th;
+	void *fresh = NULL;
+	ck_assert_int_eq(pthread_create(&th, NULL, fresh_thread, NULL), 0);
+	ck_assert_int_eq(pthread_join(th, &fresh), 0);
+	ck_assert_ptr_nonnull(fresh);
 	/* found and learned: the current slot, the one before kept */
 	const struct mmf_slotref *before = x->cur;
 	ck_assert_int_eq(find_learns((uint64_t)pa, PGL), 1);
@@ -567,6 +584,13 @@ START_TEST(hint_find)
 	ck_assert_uint_eq(x->cur->end, (uint64_t)pa + PGL);
 	ck_assert_uint_eq(x->cur->seq, __atomic_load_n(&map.seq, __ATOMIC_RELAXED));
 	ck_assert_uint_eq(before->start, (uint64_t)pb);
+	/* the slot not current named for the wrapper's test of its range */
+	ck_assert_ptr_eq(x->oth, before);
+	ck_assert_int_eq(mmf_fast_other_may_hold((uint64_t)pb, PGL), 1);
+	ck_assert_int_eq(mmf_fast_other_may_hold((uint64_t)pb, PGL + 1), 0);
+	ck_assert_int_eq(mmf_fast_other_may_hold((uint64_t)pb - PGL, PGL), 0);
+	ck_assert_int_eq(mmf_fast_other_may_hold((uint64_t)pa, PGL), 0);
+	ck_assert_int_eq(mmf_fast_other_may_hold((uint64_t)pc, PGL), 0);
 	uint64_t skipped = fk_stat(MMF_K_MPROTECT, MMF_S_SKIPPED);
 	ck_assert_int_eq(mmf_fast_mprotect((uint64_t)pa, PGL, RW, &v, &g), MMF_FAST_SKIPPED);
 	ck_assert_uint_eq(fk_stat(MMF_K_MPROTECT, MMF_S_SKIPPED), skipped + 1);
@@ -626,6 +650,7 @@ START_TEST(hint_find)
 				 MMF_FAST_OTHER);
 		ck_assert_int_eq(wrapped(p3[i], prot), 0);
 		ck_assert_uint_eq(x->cur->start, (uint64_t)p3[i]); /* learned */
+		ck_assert_ptr_eq(x->oth, &x->r[(x->gen + 1) & 1]);
 		if (prot == want[i])
 			noops++;
 		else
