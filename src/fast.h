@@ -146,7 +146,6 @@ struct mmf_fast_tls {
 	volatile int w_masked; /* wlock.c's wmasked: the section's asynchronous signals blocked */
 	struct mmf_slotref r[2];
 	const struct mmf_slotref *cur; /* r[gen & 1] (NULL: none yet) */
-	const struct mmf_slotref *oth; /* r[(gen + 1) & 1] once cur is set (NULL before) */
 	uint32_t gen;         /* moves at every learn */
 	uint32_t learning;    /* a learn is writing r[(gen + 1) & 1] */
 	struct mmf_tstats *t; /* this thread's counters, once allocated (stats.c) */
@@ -175,6 +174,9 @@ struct mmf_fast_tls {
 	int chg_prot;
 	uint8_t chg_rp;
 	long (*chg_fwd)(const struct mmf_op *);
+	/* r[(gen + 1) & 1] once cur is set (NULL before): the slot not
+	 * current, for the wrapper's test of its range */
+	const struct mmf_slotref *oth;
 };
 extern __thread struct mmf_fast_tls mmf_fast_tls __attribute__((tls_model("initial-exec")));
 
