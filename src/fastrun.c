@@ -114,6 +114,20 @@ counted(struct mmf_tstats *t, int (*kfn)(void *, size_t, int), uint64_t a, uint6
 	return r;
 }
 
+/* counted()'s counters for a call of len bytes, all added before it (the
+ * courses that keep nothing across their kernel call: mmf_fast_hot,
+ * mmf_fast_forward); the thread's count of mprotect calls then, for
+ * mmf_time_due. */
+static inline __attribute__((always_inline)) uint64_t counted_before(struct mmf_tstats *t,
+								    uint64_t len)
+{
+	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_CALLS, 1);
+	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_FORWARDED, 1);
+	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_BYTES_ASKED, len);
+	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_BYTES_KERNEL, len);
+	return t->v[MMF_K_MPROTECT][MMF_S_CALLS];
+}
+
 long mmf_fast_off(uint64_t a, uint64_t len, int prot, int (*kfn)(void *, size_t, int))
 {
 	struct mmf_tstats *t = mmf_fast_self()->t;
@@ -366,11 +380,7 @@ int mmf_fast_hot(void *addr, size_t len, int prot, int (*kfn)(void *, size_t, in
 	/* counted() and its counters, all before the call; the thread's block
 	 * is there while a range is kept (stats.c forgets it first) */
 	struct mmf_tstats *t = x->t;
-	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_CALLS, 1);
-	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_FORWARDED, 1);
-	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_BYTES_ASKED, len);
-	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_BYTES_KERNEL, len);
-	uint64_t n = t->v[MMF_K_MPROTECT][MMF_S_CALLS];
+	uint64_t n = counted_before(t, len);
 	if (__builtin_expect(mmf_time_due(n), 0))
 		return hot_done(timed(t, n, kfn, a, len, prot));
 	return hot_done(kfn(addr, len, prot));
@@ -549,12 +559,7 @@ forward_locked(struct mmf_fast_tls *x, struct mmf_tstats *t, void *addr, size_t 
 		x->flip_n = 1;
 	}
 	x->chg_rp = rp;
-	/* counted()'s counters, all before the call (as mmf_fast_hot's) */
-	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_CALLS, 1);
-	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_FORWARDED, 1);
-	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_BYTES_ASKED, len);
-	mmf_stat_add(t, MMF_K_MPROTECT, MMF_S_BYTES_KERNEL, len);
-	uint64_t n = t->v[MMF_K_MPROTECT][MMF_S_CALLS];
+	uint64_t n = counted_before(t, len);
 	if (__builtin_expect(mmf_time_due(n), 0))
 		return change_after(timed(t, n, kfn, a, len, prot));
 	return change_after(kfn(addr, len, prot));
